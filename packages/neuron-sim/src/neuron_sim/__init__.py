@@ -1,0 +1,32 @@
+"""neuron_sim: a software NeuronCore.
+
+Architecture data per generation, memories (HBM, SBUF, PSUM), the instruction set, an exact
+executor with the hardware's numerics, a timing model, the NEFF file format and cache, and a
+runtime of devices, queues and events.
+"""
+
+from . import dtypes, isa
+from .arch import Architecture, get_architecture
+from .builder import HbmTensor, ProgramBuilder, Tile
+from .errors import (
+    AccessPatternError,
+    ConfigurationError,
+    ExecutionError,
+    NeffFormatError,
+    NeuronSimError,
+    OutOfMemoryError,
+    UninitializedReadError,
+    ValidationError,
+)
+from .executor import ExactExecutor
+from .memory import AccessPattern, Hbm
+from .program import Program, TensorDecl
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "dtypes", "isa", "Architecture", "get_architecture", "ProgramBuilder", "HbmTensor", "Tile",
+    "AccessPatternError", "ConfigurationError", "ExecutionError", "NeffFormatError", "NeuronSimError",
+    "OutOfMemoryError", "UninitializedReadError", "ValidationError", "ExactExecutor", "AccessPattern", "Hbm",
+    "Program", "TensorDecl", "__version__",
+]

@@ -1,0 +1,205 @@
+"""A small front end for writing programs by hand (tests, demos, compiler lowering).
+
+    b = ProgramBuilder("add")
+    x = b.input("x", (128, 512), "float32"); y = b.output("y", (128, 512), "float32")
+    t = b.sbuf((128, 512), "float32")
+    b.emit(DmaCopy(dst=t[:, :], src=x[:, :]))
+    ...
+    program = b.build()
+
+Every emitted instruction records the source line that emitted it (outside neuron_sim).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from . import dtypes
+from .arch import Architecture, get_architecture
+from .errors import AccessPatternError
+from .isa import Instruction
+from .memory.access_pattern import HBM, PSUM, SBUF, AccessPattern
+from .memory.allocator import OnChipAllocator
+from .program import Program, TensorDecl
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def caller_location(skip_dirs: tuple[str, ...] = ()) -> str | None:
+    """``file:line`` of the innermost frame outside neuron_sim (and ``skip_dirs``)."""
+    frame = sys._getframe(1)
+    skip = (_PACKAGE_DIR,) + tuple(skip_dirs)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(skip):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def _normalize_index(index, shape: tuple[int, ...]) -> list[tuple[int, int, int, bool]]:
+    """Per dim: (start, count, step, keep). Integers select one element and drop the dim."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    if len(index) > len(shape):
+        raise AccessPatternError("ap.index", f"{len(index)} indices for a {len(shape)}-d tensor of shape {list(shape)}")
+    out = []
+    for i, dim in enumerate(shape):
+        idx = index[i] if i < len(index) else slice(None)
+        if isinstance(idx, slice):
+            start, stop, step = idx.indices(dim)
+            if step <= 0:
+                raise AccessPatternError("ap.index", f"slice steps must be positive, got {step}")
+            count = len(range(start, stop, step))
+            if count <= 0 or (idx.stop is not None and idx.stop > dim) or (idx.start is not None and idx.start < 0):
+                raise AccessPatternError("ap.bounds", f"slice {idx.start}:{idx.stop} is empty or outside dimension {i} of size {dim}")
+            out.append((start, count, step, True))
+        else:
+            k = int(idx)
+            if not 0 <= k < dim:
+                raise AccessPatternError("ap.bounds", f"index {k} is outside dimension {i} of size {dim}")
+            out.append((k, 1, 1, False))
+    return out
+
+
+class Tile:
+    """An on-chip tensor: dim 0 is the partition dim, the rest are row-major free dims."""
+
+    def __init__(self, memory: str, dtype: str, shape: tuple[int, ...], offset: int, partition_start: int = 0):
+        self.memory = memory
+        self.dtype = dtypes.dtype_name(dtype)
+        self.shape = tuple(shape)
+        self.offset = offset
+        self.partition_start = partition_start
+
+    def __getitem__(self, index) -> AccessPattern:
+        dims = _normalize_index(index, self.shape)
+        p_start, p_count, p_step, _ = dims[0]
+        if p_step != 1:
+            raise AccessPatternError("ap.partition_stride", "partition slices must be contiguous (step 1)")
+        strides = []
+        acc = 1
+        for d in reversed(self.shape[1:]):
+            strides.append(acc)
+            acc *= d
+        strides.reverse()
+        size = dtypes.itemsize(self.dtype)
+        offset = self.offset
+        free = []
+        for (start, count, step, keep), stride in zip(dims[1:], strides):
+            offset += start * stride * size
+            if keep:
+                free.append((stride * step, count))
+        if not free:
+            free = [(1, 1)]
+        return AccessPattern(self.memory, self.dtype, self.partition_start + p_start, p_count, tuple(free), offset)
+
+    @property
+    def ap(self) -> AccessPattern:
+        return self[tuple(slice(None) for _ in self.shape)]
+
+
+class HbmTensor:
+    """A tensor in the program's tensor table; indexing gives HBM access patterns."""
+
+    def __init__(self, decl: TensorDecl):
+        self.decl = decl
+
+    @property
+    def shape(self):
+        return self.decl.shape
+
+    @property
+    def name(self):
+        return self.decl.name
+
+    def __getitem__(self, index) -> AccessPattern:
+        shape = self.decl.shape or (1,)
+        dims = _normalize_index(index, shape)
+        strides = []
+        acc = 1
+        for d in reversed(shape):
+            strides.append(acc)
+            acc *= d
+        strides.reverse()
+        offset = sum(start * stride for (start, _, _, _), stride in zip(dims, strides))
+        kept = [(stride * step, count) for (_, count, step, keep), stride in zip(dims, strides) if keep]
+        if not kept:
+            kept = [(1, 1)]
+        if len(kept) == 1:
+            row = (0, 1)
+            free = kept
+        else:
+            row = kept[0]
+            free = kept[1:]
+        size = dtypes.itemsize(self.decl.dtype)
+        return AccessPattern(HBM, self.decl.dtype, 0, row[1], tuple(free), offset * size, self.decl.name, row[0])
+
+    @property
+    def ap(self) -> AccessPattern:
+        return self[tuple(slice(None) for _ in (self.decl.shape or (1,)))]
+
+
+class ProgramBuilder:
+    def __init__(self, name: str, arch: Architecture | None = None):
+        self.name = name
+        self.arch = arch or get_architecture()
+        self.tensors: list[TensorDecl] = []
+        self.instructions: list[Instruction] = []
+        self.sbuf_allocator = OnChipAllocator(SBUF, self.arch.sbuf_usable_bytes_per_partition)
+        self.psum_allocator = OnChipAllocator(PSUM, self.arch.psum_bytes_per_partition, bank_bytes=self.arch.psum_bank_bytes)
+
+    # --- HBM tensors -------------------------------------------------------------------------
+    def tensor(self, name: str, shape, dtype, kind: str) -> HbmTensor:
+        decl = TensorDecl(name, tuple(shape), dtype, kind)
+        self.tensors.append(decl)
+        return HbmTensor(decl)
+
+    def input(self, name, shape, dtype) -> HbmTensor:
+        return self.tensor(name, shape, dtype, "input")
+
+    def output(self, name, shape, dtype) -> HbmTensor:
+        return self.tensor(name, shape, dtype, "output")
+
+    def inout(self, name, shape, dtype) -> HbmTensor:
+        return self.tensor(name, shape, dtype, "inout")
+
+    def internal(self, name, shape, dtype) -> HbmTensor:
+        return self.tensor(name, shape, dtype, "internal")
+
+    # --- on-chip tiles -----------------------------------------------------------------------
+    def sbuf(self, shape, dtype, partition_start: int = 0) -> Tile:
+        return self._tile(SBUF, self.sbuf_allocator, shape, dtype, partition_start)
+
+    def psum(self, shape, dtype="float32", partition_start: int = 0) -> Tile:
+        return self._tile(PSUM, self.psum_allocator, shape, dtype, partition_start)
+
+    def _tile(self, memory, allocator, shape, dtype, partition_start) -> Tile:
+        shape = tuple(shape)
+        if shape[0] > self.arch.num_partitions:
+            raise AccessPatternError(
+                "partition.limit", f"a tile's partition dimension is at most {self.arch.num_partitions}, got {shape[0]}"
+            )
+        free = 1
+        for d in shape[1:]:
+            free *= d
+        offset = allocator.allocate(free * dtypes.itemsize(dtype), f"tile {list(shape)} {dtypes.dtype_name(dtype)}")
+        return Tile(memory, dtype, shape, offset, partition_start)
+
+    def release(self, *tiles: Tile) -> None:
+        for t in tiles:
+            (self.sbuf_allocator if t.memory == SBUF else self.psum_allocator).free(t.offset)
+
+    # --- instructions ------------------------------------------------------------------------
+    def emit(self, inst: Instruction) -> Instruction:
+        if inst.location is None:
+            inst.location = caller_location()
+        inst.validate(self.arch)
+        self.instructions.append(inst)
+        return inst
+
+    def build(self, graph: dict | None = None, metadata: dict | None = None) -> Program:
+        program = Program(self.name, list(self.tensors), list(self.instructions), self.arch.name, graph, metadata or {})
+        program.validate(self.arch)
+        return program

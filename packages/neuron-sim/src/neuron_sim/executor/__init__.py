@@ -1,0 +1,3 @@
+from .exact import ExactExecutor
+
+__all__ = ["ExactExecutor"]

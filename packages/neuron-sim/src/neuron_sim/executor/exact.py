@@ -1,0 +1,130 @@
+"""The exact executor: runs a program instruction by instruction with the hardware's numerics.
+
+Engines read their operands as fp32 (integers too, except for bitvec ops), compute in fp32, and
+round to the destination dtype on write (RNE for floats, RNE + saturation for integers). TensorE
+multiplies in fp32 and accumulates in fp32 PSUM. SBUF and PSUM start poisoned (NaN bytes) on
+every launch, so reading memory no instruction wrote shows up as NaN - or, with
+``uninitialized="error"``, as an UninitializedReadError naming the instruction's source line.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import dtypes
+from ..arch import Architecture
+from ..errors import AccessPatternError, ExecutionError, NeuronSimError, UninitializedReadError, ValidationError
+from ..isa import ops
+from ..memory.access_pattern import HBM, PSUM, SBUF, AccessPattern
+from ..memory.onchip import OnChipMemory
+from ..program import Program
+from . import semantics
+
+UNINITIALIZED_POLICIES = (None, "warn", "error")
+
+
+class ExactExecutor:
+    """One NeuronCore's on-chip state plus the interpreter loop."""
+
+    def __init__(self, arch: Architecture, uninitialized: str | None = None):
+        if uninitialized not in UNINITIALIZED_POLICIES:
+            raise ValueError(f"uninitialized must be one of {UNINITIALIZED_POLICIES}, got {uninitialized!r}")
+        self.arch = arch
+        self.uninitialized = uninitialized
+        track = uninitialized is not None
+        self.sbuf = OnChipMemory("SBUF", arch.num_partitions, arch.sbuf_bytes_per_partition, track)
+        self.psum = OnChipMemory("PSUM", arch.num_partitions, arch.psum_bytes_per_partition, track)
+        self.hbm: dict[str, np.ndarray] = {}
+        self.registers: dict[str, int] = {}
+        self._warned: set[str] = set()
+
+    # --- operand access ----------------------------------------------------------------------
+    def _dyn_offset(self, ap: AccessPattern) -> int:
+        if not ap.dynamic:
+            return 0
+        return sum(self.registers[reg] * stride for reg, stride in ap.dynamic) * ap.itemsize
+
+    def view(self, ap: AccessPattern) -> np.ndarray:
+        extra = self._dyn_offset(ap)
+        if ap.memory == SBUF:
+            return self.sbuf.view(ap, extra)
+        if ap.memory == PSUM:
+            return self.psum.view(ap, extra)
+        try:
+            buf = self.hbm[ap.tensor]
+        except KeyError:
+            raise ExecutionError(f"HBM tensor {ap.tensor!r} is not bound for this launch") from None
+        return ap.view(buf, 0, extra)
+
+    def read(self, ap: AccessPattern, role: str = "operand") -> np.ndarray:
+        """The operand's raw stored values (zero-copy where possible)."""
+        if ap.memory != HBM and self.uninitialized is not None:
+            memory = self.sbuf if ap.memory == SBUF else self.psum
+            try:
+                memory.check_initialized(ap, self._dyn_offset(ap), role)
+            except UninitializedReadError as err:
+                if self.uninitialized == "error":
+                    raise
+                key = f"{self._current.location}:{role}"
+                if key not in self._warned:
+                    self._warned.add(key)
+                    warnings.warn(f"{err} (at {self._current.location})", RuntimeWarning, stacklevel=2)
+        return self.view(ap)
+
+    def read_f32(self, ap: AccessPattern, role: str = "operand") -> np.ndarray:
+        return dtypes.compute_view(self.read(ap, role))
+
+    def write(self, ap: AccessPattern, values: np.ndarray) -> None:
+        """Round ``values`` to the destination dtype and store them in pattern order."""
+        dst = self.view(ap)
+        converted = dtypes.convert(np.asarray(values), ap.dtype)
+        dst[...] = converted.reshape(dst.shape)
+        if ap.memory != HBM and self.uninitialized is not None:
+            (self.sbuf if ap.memory == SBUF else self.psum).mark_written(ap, self._dyn_offset(ap))
+
+    def scalar_operand(self, operand, role: str) -> np.ndarray | float:
+        """An immediate as fp32, or a [P, 1] tile as a (P, 1) fp32 column for broadcasting."""
+        if isinstance(operand, AccessPattern):
+            return self.read_f32(operand, role).reshape(operand.partition_count, 1)
+        return np.float32(operand)
+
+    # --- running -----------------------------------------------------------------------------
+    def bind(self, buffers: dict[str, np.ndarray]) -> None:
+        """Attach HBM tensors (flat uint8 arrays, zero-copy) by name."""
+        self.hbm = dict(buffers)
+
+    def run(self, program: Program, buffers: dict[str, np.ndarray] | None = None, reset: bool = True) -> None:
+        if buffers is not None:
+            self.bind(buffers)
+        missing = [t.name for t in program.tensors if t.name not in self.hbm]
+        if missing:
+            raise ExecutionError(f"program {program.name!r}: no buffer bound for tensor(s) {missing}")
+        for t in program.tensors:
+            if self.hbm[t.name].nbytes < t.nbytes:
+                raise ExecutionError(
+                    f"program {program.name!r}: buffer for {t.name!r} holds {self.hbm[t.name].nbytes} bytes, "
+                    f"the tensor needs {t.nbytes} ({list(t.shape)} {t.dtype})"
+                )
+        if reset:
+            self.sbuf.reset()
+            self.psum.reset()
+        with np.errstate(all="ignore"):
+            for inst in program.instructions:
+                self._current = inst
+                try:
+                    semantics.HANDLERS[type(inst)](self, inst)
+                except (ValidationError, ExecutionError) as err:
+                    if isinstance(err, ValidationError):
+                        raise err.at(inst.location) from None
+                    raise
+                except NeuronSimError:
+                    raise
+                except Exception as err:  # a bug or an unexpected operand: name the instruction
+                    raise ExecutionError(
+                        f"{inst.opcode} at {inst.location or '?'} failed: {type(err).__name__}: {err}"
+                    ) from err
+
+
+__all__ = ["ExactExecutor", "AccessPatternError", "ops"]

@@ -1,0 +1,33 @@
+"""The NeuronCore instruction set. Import instruction classes from here."""
+
+from .base import ENGINE_READS, ENGINE_WRITES, ENGINES, OPCODES, Instruction
+from .dma import DmaCopy, DmaIndirect, DmaInstruction, DmaTranspose
+from .gpsimd import AffineSelect, Iota, LocalGather, PartitionReduce
+from .scalar_engine import Activation
+from .sync import Barrier, SemaphoreSignal, SemaphoreWait
+from .tensor_engine import Matmul, Transpose
+from .vector import (
+    BnAggr,
+    BnStats,
+    CopyPredicated,
+    Memset,
+    Reciprocal,
+    ScalarTensorTensor,
+    Select,
+    StreamShuffle,
+    TensorCopy,
+    TensorReduce,
+    TensorScalar,
+    TensorTensor,
+)
+
+__all__ = [
+    "ENGINES", "ENGINE_READS", "ENGINE_WRITES", "OPCODES", "Instruction",
+    "DmaInstruction", "DmaCopy", "DmaIndirect", "DmaTranspose",
+    "Matmul", "Transpose",
+    "TensorTensor", "TensorScalar", "ScalarTensorTensor", "TensorReduce", "TensorCopy", "CopyPredicated",
+    "Select", "Memset", "Reciprocal", "BnStats", "BnAggr", "StreamShuffle",
+    "Activation",
+    "Iota", "AffineSelect", "PartitionReduce", "LocalGather",
+    "SemaphoreSignal", "SemaphoreWait", "Barrier",
+]

@@ -1,0 +1,144 @@
+"""GpSimd instructions: index generation, affine masks, cross-partition reduction, local gathers.
+
+GpSimd reaches SBUF only (no PSUM).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import dtypes
+from ..errors import ValidationError
+from ..memory.access_pattern import AccessPattern
+from . import ops
+from .base import Instruction, check_memory, check_onchip, check_same_free_size, check_same_partitions
+
+Pattern = tuple[tuple[int, int], ...]  # ((step, count), ...)
+
+
+def _check_pattern(pattern: Pattern, dst: AccessPattern, what: str) -> None:
+    if not pattern or len(pattern) > 4:
+        raise ValidationError(f"{what}.pattern", f"{what} takes a pattern of 1 to 4 [step, count] pairs, got {list(pattern)}")
+    n = 1
+    for _, count in pattern:
+        n *= count
+    if n != dst.free_size:
+        raise ValidationError(
+            f"{what}.pattern", f"pattern {[list(p) for p in pattern]} yields {n} values per partition, dst holds {dst.free_size}"
+        )
+
+
+@dataclass(kw_only=True, eq=False)
+class Iota(Instruction):
+    """``dst[p, i...] = offset + p * channel_multiplier + sum(step_k * i_k)`` in int32, then cast."""
+
+    opcode = "IOTA"
+    engines = ("gpsimd",)
+    dst: AccessPattern
+    pattern: Pattern
+    offset: int = 0
+    channel_multiplier: int = 0
+
+    def writes(self):
+        return [self.dst]
+
+    def _validate(self, arch):
+        check_onchip(self.dst, arch, "dst")
+        check_memory(self.dst, "gpsimd", "dst", writing=True)
+        _check_pattern(self.pattern, self.dst, "iota")
+
+
+@dataclass(kw_only=True, eq=False)
+class AffineSelect(Instruction):
+    """``dst = (affine(p, i) cmp 0) ? src : on_false_value`` with ``affine`` as in Iota (causal masks)."""
+
+    opcode = "AFFINE_SELECT"
+    engines = ("gpsimd",)
+    dst: AccessPattern
+    src: AccessPattern
+    pattern: Pattern
+    on_false_value: float
+    offset: int = 0
+    channel_multiplier: int = 0
+    cmp_op: str = "greater_equal"
+
+    def reads(self):
+        return [self.src]
+
+    def writes(self):
+        return [self.dst]
+
+    def _validate(self, arch):
+        for ap, role, w in ((self.dst, "dst", True), (self.src, "src", False)):
+            check_onchip(ap, arch, role)
+            check_memory(ap, "gpsimd", role, writing=w)
+        check_same_partitions(self.src, self.dst, "src", "dst")
+        check_same_free_size(self.src, self.dst, "src", "dst")
+        _check_pattern(self.pattern, self.dst, "affine_select")
+        if self.cmp_op not in ops.COMPARISON_OPS:
+            raise ValidationError("affine_select.cmp_op", f"cmp_op must be one of {ops.COMPARISON_OPS}, got {self.cmp_op!r}")
+
+
+@dataclass(kw_only=True, eq=False)
+class PartitionReduce(Instruction):
+    """Reduce across partitions: ``dst[0, i] = op over p of src[p, i]``."""
+
+    opcode = "PARTITION_REDUCE"
+    engines = ("gpsimd",)
+    dst: AccessPattern
+    src: AccessPattern
+    op: str
+
+    def reads(self):
+        return [self.src]
+
+    def writes(self):
+        return [self.dst]
+
+    def _validate(self, arch):
+        for ap, role, w in ((self.dst, "dst", True), (self.src, "src", False)):
+            check_onchip(ap, arch, role)
+            check_memory(ap, "gpsimd", role, writing=w)
+        ops.check_op(self.op, ops.REDUCE_OPS, "reduce")
+        if self.dst.partition_count != 1:
+            raise ValidationError("partition_reduce.dst", f"partition reduce writes one partition, dst spans {self.dst.partition_count}")
+        check_same_free_size(self.src, self.dst, "src", "dst")
+
+
+@dataclass(kw_only=True, eq=False)
+class LocalGather(Instruction):
+    """Gather within each group of 16 partitions (one GpSimd core's slice of SBUF).
+
+    ``index`` [P, n] (integers) selects, per output partition group, elements of ``src`` flattened
+    over the group's 16 partitions (partition-major): ``dst[p, j*e:(j+1)*e] = group(src)[index[p, j]*e : +e]``
+    with ``e = num_elem_per_idx``.
+    """
+
+    opcode = "LOCAL_GATHER"
+    engines = ("gpsimd",)
+    dst: AccessPattern
+    src: AccessPattern
+    index: AccessPattern
+    num_elem_per_idx: int = 1
+
+    def reads(self):
+        return [self.src, self.index]
+
+    def writes(self):
+        return [self.dst]
+
+    def _validate(self, arch):
+        for ap, role, w in ((self.dst, "dst", True), (self.src, "src", False), (self.index, "index", False)):
+            check_onchip(ap, arch, role)
+            check_memory(ap, "gpsimd", role, writing=w)
+        check_same_partitions(self.src, self.dst, "src", "dst")
+        check_same_partitions(self.index, self.dst, "index", "dst")
+        if not dtypes.is_int(self.index.dtype):
+            raise ValidationError("local_gather.index", f"index must be integers, got {self.index.dtype}")
+        if self.dst.free_size != self.index.free_size * self.num_elem_per_idx:
+            raise ValidationError(
+                "local_gather.shape",
+                f"{self.index.free_size} indices x {self.num_elem_per_idx} elements != dst's {self.dst.free_size} per partition",
+            )
+        if self.src.partition_count % 16 or self.src.partition_start % 16:
+            raise ValidationError("local_gather.partitions", "local_gather works on whole 16-partition groups")

@@ -1,0 +1,148 @@
+"""ALU operations and the ScalarE activation function table.
+
+Arithmetic ops cast their inputs to fp32 (as the engines do); bitvec ops work on the integer bits
+and need integer operands. Each entry maps an op name (nki.language naming) to its numpy form.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ValidationError
+
+
+ARITHMETIC_OPS = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "power": np.power,
+    "mod": np.mod,
+    "fmod": np.fmod,
+    "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
+    "abs_min": lambda a, b: np.minimum(np.abs(a), np.abs(b)),
+    "equal": lambda a, b: (a == b).astype(np.float32),
+    "not_equal": lambda a, b: (a != b).astype(np.float32),
+    "greater": lambda a, b: (a > b).astype(np.float32),
+    "greater_equal": lambda a, b: (a >= b).astype(np.float32),
+    "less": lambda a, b: (a < b).astype(np.float32),
+    "less_equal": lambda a, b: (a <= b).astype(np.float32),
+    "logical_and": lambda a, b: np.logical_and(a != 0, b != 0).astype(np.float32),
+    "logical_or": lambda a, b: np.logical_or(a != 0, b != 0).astype(np.float32),
+    "logical_xor": lambda a, b: np.logical_xor(a != 0, b != 0).astype(np.float32),
+    "bypass": lambda a, b: a,
+}
+
+BITVEC_OPS = {
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+    "left_shift": np.left_shift,
+    "right_shift": np.right_shift,
+}
+
+# Reductions allowed by tensor_reduce / partition reduce: op -> (numpy reduction, identity).
+REDUCE_OPS = {
+    "add": (np.add.reduce, 0.0),
+    "subtract": (None, 0.0),  # a0 - a1 - a2 ...: handled by the executor
+    "multiply": (np.multiply.reduce, 1.0),
+    "maximum": (np.maximum.reduce, -np.inf),
+    "minimum": (np.minimum.reduce, np.inf),
+    "logical_and": (np.logical_and.reduce, 1.0),
+    "logical_or": (np.logical_or.reduce, 0.0),
+    "logical_xor": (np.logical_xor.reduce, 0.0),
+    "bitwise_and": (np.bitwise_and.reduce, -1),
+    "bitwise_or": (np.bitwise_or.reduce, 0),
+    "bitwise_xor": (np.bitwise_xor.reduce, 0),
+}
+
+ALL_BINARY_OPS = {**ARITHMETIC_OPS, **BITVEC_OPS}
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf in float64: a Taylor series near 0, the Numerical Recipes erfc (rel. error < 1.2e-7) elsewhere."""
+    z = np.asarray(x, dtype=np.float64)
+    a = np.abs(z)
+    z2 = z * z
+    series = (2.0 / math.sqrt(math.pi)) * z * (
+        1.0 - z2 / 3.0 + z2 * z2 / 10.0 - z2**3 / 42.0 + z2**4 / 216.0 - z2**5 / 1320.0 + z2**6 / 9360.0
+    )
+    t = 1.0 / (1.0 + 0.5 * a)
+    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
+        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    with np.errstate(over="ignore", under="ignore"):
+        erfc = t * np.exp(-a * a + poly)
+    far = np.copysign(1.0 - erfc, z)
+    return np.where(a < 0.5, series, far).astype(np.float32)
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + _erf(x / np.float32(math.sqrt(2.0))))
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(np.float32(_SQRT_2_OVER_PI) * (x + np.float32(0.044715) * x * x * x)))
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return (1.0 / (1.0 + np.exp(-x))).astype(np.float32)
+
+
+def _softplus(x):
+    with np.errstate(over="ignore"):
+        return np.logaddexp(np.float32(0.0), x).astype(np.float32)
+
+
+def _mish(x):
+    return x * np.tanh(_softplus(x))
+
+
+# Activation functions (ScalarE): name -> fp32 numpy function of one argument.
+ACTIVATIONS = {
+    "copy": lambda x: x,
+    "identity": lambda x: x,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "reciprocal": lambda x: 1.0 / x,
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "relu": lambda x: np.maximum(x, np.float32(0.0)),
+    "gelu": _gelu,
+    "gelu_apprx_tanh": _gelu_tanh,
+    "silu": lambda x: x * _sigmoid(x),
+    "softplus": _softplus,
+    "mish": _mish,
+    "erf": _erf,
+    "sin": np.sin,
+    "cos": np.cos,
+    "arctan": np.arctan,
+    "square": np.square,
+    "abs": np.abs,
+    "sign": np.sign,
+    "negative": np.negative,
+}
+
+# Unary ALU ops usable as tensor_scalar ops with no operand.
+UNARY_ALU_OPS = {
+    "abs": np.abs,
+    "square": np.square,
+    "relu": lambda x: np.maximum(x, np.float32(0.0)),
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "reciprocal": lambda x: 1.0 / x,
+}
+
+COMPARISON_OPS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
+
+
+def check_op(op: str, table: dict, kind: str) -> None:
+    if op not in table:
+        raise ValidationError("op.unknown", f"unknown {kind} op {op!r}; supported: {sorted(table)}")

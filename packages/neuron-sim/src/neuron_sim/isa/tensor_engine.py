@@ -1,0 +1,139 @@
+"""TensorE instructions: the 128x128 systolic array. Reads SBUF, writes PSUM.
+
+``Matmul``: ``dst[M, N] (+)= stationary[K, M].T @ moving[K, N]`` with K on partitions. It lowers to a
+LoadStationary (profiler opcode LDWEIGHTS) and a MultiplyMoving (MATMUL); the timing model charges
+both. ``accumulate=False`` overwrites the PSUM location, ``True`` adds in fp32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import dtypes
+from ..errors import ValidationError
+from ..memory.access_pattern import AccessPattern
+from .base import Instruction, check_memory, check_onchip
+
+MATMUL_INPUT_DTYPES = ("bfloat16", "float16", "float32", "tfloat32", "float8_e4m3", "float8_e4m3fn", "float8_e5m2")
+_FP32_FAMILY = ("float32", "tfloat32")
+
+
+def _check_psum_bank(dst: AccessPattern, arch, what: str) -> None:
+    bank = arch.psum_bank_bytes
+    lo, hi = dst.free_byte_span()
+    if lo // bank != (hi - 1) // bank:
+        raise ValidationError(
+            "psum.bank_overflow",
+            f"{what} writes bytes [{lo}, {hi}) of each PSUM partition, crossing a {bank}-byte bank boundary; "
+            f"a matmul result tile must fit one PSUM bank ({bank // 4} fp32 elements)",
+        )
+
+
+@dataclass(kw_only=True, eq=False)
+class Matmul(Instruction):
+    opcode = "MATMUL"
+    engines = ("tensor",)
+    dst: AccessPattern
+    stationary: AccessPattern
+    moving: AccessPattern
+    accumulate: bool = False
+    perf_mode: str = "none"  # "double_row" for FP8 on NC-v3/v4
+
+    def reads(self):
+        return [self.stationary, self.moving] + ([self.dst] if self.accumulate else [])
+
+    def writes(self):
+        return [self.dst]
+
+    @property
+    def k(self) -> int:
+        return self.stationary.partition_count
+
+    @property
+    def m(self) -> int:
+        return self.stationary.free_size
+
+    @property
+    def n(self) -> int:
+        return self.moving.free_size
+
+    def _validate(self, arch):
+        te = arch.tensor
+        for ap, role in ((self.stationary, "stationary"), (self.moving, "moving")):
+            check_onchip(ap, arch, role)
+            check_memory(ap, "tensor", role, writing=False)
+            if ap.dtype not in MATMUL_INPUT_DTYPES:
+                raise ValidationError(
+                    "matmul.dtype", f"{role} dtype {ap.dtype} is not a TensorE input type {list(MATMUL_INPUT_DTYPES)}"
+                )
+        check_onchip(self.dst, arch, "dst")
+        check_memory(self.dst, "tensor", "dst", writing=True)
+        if (self.stationary.dtype in _FP32_FAMILY) != (self.moving.dtype in _FP32_FAMILY):
+            raise ValidationError(
+                "matmul.dtype_pair",
+                f"fp32/tf32 operands must pair with fp32/tf32: stationary {self.stationary.dtype}, moving {self.moving.dtype}",
+            )
+        if self.dst.dtype not in arch.psum_matmul_dtypes:
+            raise ValidationError(
+                "matmul.psum_dtype",
+                f"matmul accumulates in {' or '.join(arch.psum_matmul_dtypes)} PSUM on {arch.neuron_core}, dst is {self.dst.dtype}",
+            )
+        if self.stationary.partition_count != self.moving.partition_count:
+            raise ValidationError(
+                "matmul.k_mismatch",
+                f"contraction sizes differ: stationary has K={self.stationary.partition_count}, moving K={self.moving.partition_count}",
+            )
+        if self.m > te.cols:
+            raise ValidationError(
+                "matmul.stationary_fmax", f"stationary free size M={self.m} exceeds the {te.cols} columns of the PE array"
+            )
+        if self.n > te.moving_fmax:
+            raise ValidationError("matmul.moving_fmax", f"moving free size N={self.n} exceeds {te.moving_fmax}")
+        if (self.dst.partition_count, self.dst.free_size) != (self.m, self.n):
+            raise ValidationError(
+                "matmul.dst_shape", f"result of [K={self.k}, M={self.m}] x [K, N={self.n}] is [{self.m}, {self.n}], dst is {list(self.dst.shape)}"
+            )
+        if self.perf_mode not in ("none", "double_row"):
+            raise ValidationError("matmul.perf_mode", f"unknown perf_mode {self.perf_mode!r}")
+        if self.perf_mode == "double_row" and self.stationary.dtype not in dtypes.FP8_TYPES:
+            raise ValidationError("matmul.perf_mode", "double_row mode needs fp8 operands")
+        _check_psum_bank(self.dst, arch, "matmul")
+
+
+@dataclass(kw_only=True, eq=False)
+class Transpose(Instruction):
+    """Partition <-> free swap of a [P <= 128, F <= 128] SBUF tile into PSUM (bit-exact).
+
+    On VectorE (``engine="vector"``) the tile is at most 32x32 and may live in SBUF or PSUM.
+    """
+
+    opcode = "TRANSPOSE"
+    engines = ("tensor", "vector")
+    dst: AccessPattern
+    src: AccessPattern
+
+    def reads(self):
+        return [self.src]
+
+    def writes(self):
+        return [self.dst]
+
+    def _validate(self, arch):
+        check_onchip(self.src, arch, "src")
+        check_onchip(self.dst, arch, "dst")
+        check_memory(self.src, self.engine, "src", writing=False)
+        check_memory(self.dst, self.engine, "dst", writing=True)
+        limit = arch.tensor.cols if self.engine == "tensor" else 32
+        p, f = self.src.partition_count, self.src.free_size
+        if p > limit or f > limit:
+            raise ValidationError(
+                "transpose.size", f"{self.engine} transpose handles at most {limit}x{limit}, got [{p}, {f}]"
+            )
+        if (self.dst.partition_count, self.dst.free_size) != (f, p):
+            raise ValidationError("transpose.shape", f"transpose of [{p}, {f}] is [{f}, {p}], dst is {list(self.dst.shape)}")
+        if self.dst.dtype != self.src.dtype and not (self.engine == "tensor" and self.dst.dtype == "float32"):
+            raise ValidationError(
+                "transpose.dtype", f"transpose keeps the element type ({self.src.dtype}), dst is {self.dst.dtype}"
+            )
+        if self.engine == "tensor":
+            _check_psum_bank(self.dst, arch, "transpose")
