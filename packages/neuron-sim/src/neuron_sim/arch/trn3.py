@@ -40,7 +40,7 @@ TRN3 = Architecture(
         theoretical_bytes_per_ns_per_engine=38.4,
         fixed_latency_ns=1300.0,
         descriptor_overhead_ns=10.0,
-        hwdge_issue_ns=50.0,
+        hwdge_issue_ns=600.0,
         semaphore_update_ns=16.0,
     ),
     base_clock_hz=1.2e9,

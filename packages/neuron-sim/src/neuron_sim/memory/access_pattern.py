@@ -12,7 +12,7 @@ partitions, the first dimension is ``[partition_stride, partition_count]`` over 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,6 +35,12 @@ class AccessPattern:
     tensor: str | None = None  # HBM only: name in the program's tensor table
     partition_stride: int = 0  # HBM only: elements between consecutive rows of dim 0
     dynamic: tuple[tuple[str, int], ...] = ()
+    # Derived once at construction: the timing model and executor ask for them per instruction.
+    itemsize: int = field(init=False, repr=False, compare=False)
+    free_size: int = field(init=False, repr=False, compare=False)  # elements per partition
+    _span: tuple[int, int] = field(init=False, repr=False, compare=False)
+    # What an instruction's cost can depend on: memory, dtype, partitions and free pattern.
+    cost_signature: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.memory not in MEMORIES:
@@ -58,25 +64,29 @@ class AccessPattern:
         if self.memory == HBM:
             if self.tensor is None:
                 raise AccessPatternError("ap.hbm_tensor", "an HBM access pattern must name its tensor")
+            if self.partition_start != 0:
+                # HBM has no partitions: rows start at ``offset``. A nonzero start would be ignored
+                # by every consumer, silently addressing the wrong rows.
+                raise AccessPatternError(
+                    "ap.hbm_partition_start",
+                    f"an HBM access pattern starts at row 0 (use the byte offset), got partition_start {self.partition_start}",
+                )
         elif self.tensor is not None or self.partition_stride:
             raise AccessPatternError("ap.onchip_tensor", f"an {self.memory} access pattern has no tensor name or row stride")
+        object.__setattr__(self, "itemsize", dtypes.itemsize(self.dtype))
+        n = 1
+        for _, count in self.free:
+            n *= count
+        object.__setattr__(self, "free_size", n)
+        object.__setattr__(self, "_span", self._compute_byte_span())
+        object.__setattr__(
+            self, "cost_signature", (self.memory, self.dtype, self.partition_start, self.partition_count, self.free)
+        )
 
     # --- shape -----------------------------------------------------------------------------
     @property
-    def itemsize(self) -> int:
-        return dtypes.itemsize(self.dtype)
-
-    @property
     def shape(self) -> tuple[int, ...]:
         return (self.partition_count,) + tuple(c for _, c in self.free)
-
-    @property
-    def free_size(self) -> int:
-        """Elements per partition."""
-        n = 1
-        for _, c in self.free:
-            n *= c
-        return n
 
     @property
     def num_elements(self) -> int:
@@ -104,6 +114,9 @@ class AccessPattern:
 
     def byte_span(self) -> tuple[int, int]:
         """[lo, hi) byte range touched in the tensor (HBM) or in one partition (on chip)."""
+        return self._span
+
+    def _compute_byte_span(self) -> tuple[int, int]:
         lo, hi = self.free_byte_span()
         if self.memory == HBM:
             step = self.partition_stride * (self.partition_count - 1) * self.itemsize
@@ -171,6 +184,15 @@ class AccessPattern:
             start = self.offset + offset_bytes
             dim0 = self.partition_stride * size
         else:
+            # Each partition is its own row of ``row_bytes``: a pattern (or a run-time offset) that
+            # runs past it must not silently spill into the next partition.
+            lo, hi = self.free_byte_span()
+            if lo + offset_bytes < 0 or hi + offset_bytes > row_bytes:
+                raise AccessPatternError(
+                    "ap.free_bounds",
+                    f"{self.describe()} (run-time offset {offset_bytes} bytes) reaches bytes "
+                    f"[{lo + offset_bytes}, {hi + offset_bytes}) of {row_bytes}-byte partitions",
+                )
             start = self.partition_start * row_bytes + self.offset + offset_bytes
             dim0 = row_bytes
         strides = (dim0,) + tuple(s * size for s, _ in self.free)

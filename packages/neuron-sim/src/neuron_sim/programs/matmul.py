@@ -3,7 +3,7 @@
 Blocking follows the NKI performance guide: a block of B columns (``block_n`` moving tiles of 512)
 stays resident in SBUF across all row blocks of A, each A row block is loaded once per column
 block, results accumulate over K in PSUM (rotating over the 8 banks) and are evacuated by VectorE
-and ScalarE alternately. DMAs alternate between queues so loads overlap compute.
+and ScalarE alternately. loads alternate between two DMA queues so they overlap compute.
 """
 
 from __future__ import annotations
@@ -48,15 +48,17 @@ def tiled_matmul(
     res_bufs = [b.sbuf((TM, TN), out_dtype) for _ in range(4)]
     psum_banks = [b.psum((TM, TN), "float32") for _ in range(arch.psum_banks)]
 
-    queues = ["qSyncIO0", "qSyncIO1", "qScalarIO0", "qGpSimdIO0"]
-    dma_count = 0
+    # Loads go out on two Sync queues; stores on a GpSimd queue, so a store waiting for its result
+    # never blocks the next loads behind it in the Sync engine's in-order stream.
+    loads = 0
 
-    def dma(dst, src):
-        nonlocal dma_count
-        q = queues[dma_count % len(queues)]
-        engine = {"qSync": "sync", "qScal": "scalar", "qGpSi": "gpsimd"}[q[:5]]
-        b.emit(DmaCopy(dst=dst, src=src, queue=q, engine=engine))
-        dma_count += 1
+    def load(dst, src):
+        nonlocal loads
+        b.emit(DmaCopy(dst=dst, src=src, queue=f"qSyncIO{loads % 2}", engine="sync"))
+        loads += 1
+
+    def store(dst, src):
+        b.emit(DmaCopy(dst=dst, src=src, queue="qGpSimdIO0", engine="gpsimd"))
 
     bank = 0
     evac = 0
@@ -64,12 +66,12 @@ def tiled_matmul(
     for nb in range(0, nt_n, block_n):
         cols = min(block_n, nt_n - nb)
         for kt in range(nt_k):
-            dma(rhs_block[kt][:, : cols * TN], rhs[kt * TK : (kt + 1) * TK, nb * TN : (nb + cols) * TN])
+            load(rhs_block[kt][:, : cols * TN], rhs[kt * TK : (kt + 1) * TK, nb * TN : (nb + cols) * TN])
         for mt in range(nt_m):
             lhs = lhs_bufs[row_block % 2]
             row_block += 1
             for kt in range(nt_k):
-                dma(lhs[kt][:, :], lhsT[kt * TK : (kt + 1) * TK, mt * TM : (mt + 1) * TM])
+                load(lhs[kt][:, :], lhsT[kt * TK : (kt + 1) * TK, mt * TM : (mt + 1) * TM])
             for j in range(cols):
                 acc = psum_banks[bank % len(psum_banks)]
                 bank += 1
@@ -89,5 +91,5 @@ def tiled_matmul(
                     b.emit(Activation(dst=res[:, :], src=acc[:, :], func="copy"))
                 evac += 1
                 col = (nb + j) * TN
-                dma(out[mt * TM : (mt + 1) * TM, col : col + TN], res[:, :])
+                store(out[mt * TM : (mt + 1) * TM, col : col + TN], res[:, :])
     return b.build(metadata={"flops": 2 * m * n * k})

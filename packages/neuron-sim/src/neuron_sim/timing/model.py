@@ -1,0 +1,215 @@
+"""The timing model: schedules a program on one NeuronCore's engines and DMA engines.
+
+Each engine runs its instructions in program order (an in-order queue). An instruction starts when
+its engine is free and its memory dependencies (RAW, WAR, WAW) are satisfied - the semaphore wait.
+Results become visible after the engine's pipeline latency, plus a semaphore hop when the consumer
+is on another engine or queue. TensorE splits each matmul into LoadStationary, which runs in the
+background of the previous MultiplyMoving, and MultiplyMoving; after an idle spell it is throttled
+to 50% and ramps back to full rate (dI/dt throttling). A DMA occupies its triggering engine for
+the trigger (which waits on the DMA's dependencies, as a trigger instruction does), then, after
+the fixed DMA latency, moves its bytes on the DMA engines serving its partitions, in order within
+its queue.
+
+Timing depends only on the instruction list, never on data, so it is computed once per program.
+The loop below is the simulator's hottest Python path: ``plan.py`` precomputes every cost, and
+records are kept as tuples until someone asks for record objects.
+"""
+
+from __future__ import annotations
+
+from ..arch import Architecture, get_architecture
+from ..errors import ValidationError
+from ..isa import Barrier, SemaphoreSignal
+from ..program import Program
+from .dma_engines import DmaEngines
+from .plan import COMPUTE, DMA, SYNC, TENSOR, TRACKS, Lowering
+from .records import DmaRecord, SemaphoreUpdate, TimingResult
+from .summary import summarize
+
+THROTTLE_IDLE_NS = 1000.0  # TensorE idle longer than this re-engages dI/dt throttling
+THROTTLE_RAMP_NS = 3000.0  # ramp from 50% to 100% utilization (neuron-explorer glossary)
+
+
+def _ready(read_blocks, write_blocks):
+    """Earliest start allowed by memory dependencies, and the track of the binding producer."""
+    ready, by = 0.0, ""
+    for wend, wby, _, lo, hi in read_blocks:  # RAW: the last writer
+        ends = wend[lo:hi]
+        t = max(ends)
+        if t > ready:
+            ready, by = t, wby[lo + ends.index(t)]
+    for wend, wby, rend, lo, hi in write_blocks:  # WAW and WAR: earlier writers and readers
+        ends = wend[lo:hi]
+        t = max(ends)
+        if t > ready:
+            ready, by = t, wby[lo + ends.index(t)]
+        t = max(rend[lo:hi])
+        if t > ready:
+            ready, by = t, "WAR"
+    return ready, by
+
+
+def _record(read_blocks, write_blocks, end: float, by: str) -> None:
+    for _, _, rend, lo, hi in read_blocks:
+        if max(rend[lo:hi]) <= end:  # the common case: time moves forward
+            rend[lo:hi] = [end] * (hi - lo)
+        else:
+            for i in range(lo, hi):
+                if rend[i] < end:
+                    rend[i] = end
+    for wend, wby, _, lo, hi in write_blocks:
+        n = hi - lo
+        wend[lo:hi] = [end] * n
+        wby[lo:hi] = [by] * n
+
+
+def schedule(program: Program, arch: Architecture) -> TimingResult:
+    lowering = Lowering(program, arch)
+    lower = lowering.lower
+    sync_ns = arch.dma.semaphore_update_ns
+    dma_fixed = arch.dma.fixed_latency_ns
+    engine_free = {e: 0.0 for e in TRACKS}
+    queue_free: dict[str, float] = {}
+    dma_engines = DmaEngines(arch.dma.engines)
+    semaphores: dict[str, list[float]] = {}
+    rows: list[tuple] = []
+    dma_records: list[DmaRecord] = []
+    sem_updates: list[SemaphoreUpdate] = []
+    ls_free = mm_prev_start = 0.0
+    mm_last_end = throttle_start = -1e18
+    last_end = 0.0
+    append = rows.append
+
+    for idx, inst in enumerate(program.instructions):
+        e = lower(idx, inst)
+        kind = e[0]
+        if kind == COMPUTE:
+            _, _, opcode, engine, track, issue, latency, sr, sw, pr, pw, mode, rb, wb = e
+            ready, by = _ready(rb, wb)
+            if by and by != track and ready > 0:
+                ready += sync_ns
+            free = engine_free[engine]
+            if ready > free:
+                start, wait = ready, ready - free
+            else:
+                start, wait, by = free, 0.0, ""
+            end = start + issue
+            engine_free[engine] = end
+            if end > last_end:
+                last_end = end
+            append((idx, opcode, engine, track, start, end, wait, by, 0, 0, sr, sw, pr, pw, 0, 0.0, 0, mode))
+            _record(rb, wb, end + latency, track)
+        elif kind == TENSOR:
+            (_, _, opcode, ls_ns, mm_ns, st_bytes, sr, pr, pw, raw, adjusted, tflops, mode, stb, rb, wb) = e
+            # LoadStationary needs only the stationary tile; MultiplyMoving needs the moving tile
+            # and its PSUM destination.
+            ls_ready, ls_by = _ready(stb, ())
+            if ls_by and ls_by != "TensorMatrix" and ls_ready > 0:
+                ls_ready += sync_ns
+            mm_ready, mm_by = _ready(rb, wb)
+            if mm_by and mm_by != "TensorMatrix" and mm_ready > 0:
+                mm_ready += sync_ns
+            ls_allowed = ls_free if ls_free > mm_prev_start else mm_prev_start
+            ls_start = ls_ready if ls_ready > ls_allowed else ls_allowed
+            ls_end = ls_start + ls_ns
+            ls_free = ls_end
+            mm_free = engine_free["tensor"]
+            mm_start = max(ls_end, mm_free, mm_ready)
+            wait = mm_start - mm_free
+            by = (ls_by if ls_ready > ls_allowed else "TensorE") if ls_end >= mm_ready else mm_by
+            if mm_start - mm_last_end > THROTTLE_IDLE_NS:
+                throttle_start = mm_start
+            ramp = (mm_start - throttle_start) / THROTTLE_RAMP_NS
+            if ramp < 1.0:  # starts at 50% utilization, ramps to 100%
+                mm_end = mm_start + mm_ns * (2.0 - ramp)
+                mode = mode or "throttled"
+            else:
+                mm_end = mm_start + mm_ns
+            engine_free["tensor"] = mm_end
+            mm_prev_start = mm_start
+            mm_last_end = mm_end
+            if mm_end > last_end:
+                last_end = mm_end
+            append((idx, "LDWEIGHTS", "tensor", "TensorE", ls_start, ls_end, 0.0, "", 0, 0, st_bytes, 0, 0, 0, 0, 0.0, 0, ""))
+            append((idx, opcode, "tensor", "TensorMatrix", mm_start, mm_end, wait, by if wait else "",
+                    0, 0, sr, 0, pr, pw, raw, adjusted, tflops, mode))
+            # PSUM accumulates next to the array: the next matmul into the same bank need not
+            # wait; consumers on other engines pay the semaphore hop.
+            _record(stb + rb, wb, mm_end, "TensorMatrix")
+        elif kind == DMA:
+            (_, _, trigger, queue, issue, first, nengines, duration, hbm_r, hbm_w, sbuf_r, sbuf_w,
+             nbytes, source, dest, rb, wb) = e
+            ready, by = _ready(rb, wb)
+            if by and by != queue and ready > 0:
+                ready += sync_ns
+            free = engine_free[trigger]
+            if ready > free:
+                t_start, wait = ready, ready - free
+            else:
+                t_start, wait, by = free, 0.0, ""
+            t_end = t_start + issue
+            engine_free[trigger] = t_end
+            earliest = t_end + dma_fixed
+            q_free = queue_free.get(queue, 0.0)
+            if q_free > earliest:  # transfers leave a queue in order
+                earliest = q_free
+            data_start = dma_engines.reserve(first, nengines, earliest, duration)
+            data_end = data_start + duration
+            queue_free[queue] = data_end
+            done = data_end + sync_ns
+            if done > last_end:
+                last_end = done
+            append((idx, inst.opcode, "dma", queue, t_start, done, wait, by, hbm_r, hbm_w, sbuf_r, sbuf_w,
+                    0, 0, 0, 0.0, 0, ""))
+            dma_records.append(DmaRecord(idx, queue, first, data_start, data_end, nbytes, source, dest))
+            sem_updates.append(SemaphoreUpdate(done, queue, len(dma_records), "DMA", idx))
+            _record(rb, wb, done, queue)
+        else:
+            assert kind == SYNC
+            engine = inst.engine
+            track = TRACKS[engine]
+            spec = arch.engine(engine) if engine != "tensor" else arch.sync
+            cost = spec.cycles_to_ns(spec.min_initiation_interval)
+            free = engine_free[engine]
+            if isinstance(inst, Barrier):
+                start = max(list(engine_free.values()) + [dma_engines.busy_until(), ls_free] + list(queue_free.values()))
+                end = start + cost
+                for name in engine_free:
+                    engine_free[name] = end
+                ls_free = mm_prev_start = end
+                row = (idx, inst.opcode, engine, track, free, end, start - free, "barrier")
+            elif isinstance(inst, SemaphoreSignal):
+                # The increment lands when this engine's earlier instructions have finished.
+                end = free + cost
+                history = semaphores.setdefault(inst.semaphore, [])
+                history.extend([end] * inst.value)
+                sem_updates.append(SemaphoreUpdate(end, inst.semaphore, len(history), track, idx))
+                engine_free[engine] = end
+                row = (idx, inst.opcode, engine, track, free, end, 0.0, "")
+            else:
+                history = semaphores.get(inst.semaphore, [])
+                if len(history) < inst.value:
+                    raise ValidationError(
+                        "semaphore.deadlock",
+                        f"wait for {inst.semaphore!r} >= {inst.value} can never be satisfied: only {len(history)} "
+                        f"increment(s) are issued before it in program order",
+                        inst.location,
+                    )
+                ready = history[inst.value - 1] + sync_ns
+                start = max(free, ready)
+                end = start + cost
+                engine_free[engine] = end
+                row = (idx, inst.opcode, engine, track, start, end, max(0.0, ready - free), inst.semaphore)
+            append(row + (0, 0, 0, 0, 0, 0, 0, 0.0, 0, ""))
+            if end > last_end:
+                last_end = end
+
+    locations = [inst.location or "" for inst in program.instructions]
+    result = TimingResult.from_rows(last_end, rows, locations, dma_records, sem_updates)
+    result.summary = summarize(result, arch)
+    return result
+
+
+def estimate(program: Program, arch: Architecture | None = None) -> TimingResult:
+    """Schedule ``program`` and return its device timeline and summary."""
+    return schedule(program, arch or get_architecture(program.target))

@@ -1,0 +1,113 @@
+"""What the timing model produces: per-instruction records shaped like Neuron Explorer's tables.
+
+Field names follow the profiler's Parquet schema (Instruction, DmaPacket, SemaphoreUpdate) so the
+profiler package can write them out directly. Times are nanoseconds from the start of the program.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(slots=True)
+class InstructionRecord:
+    index: int  # position in the program (the profiler's pc)
+    opcode: str  # profiler opcode, e.g. MATMUL, LDWEIGHTS, ACTIVATE, DMA_COPY
+    engine: str  # tensor | vector | scalar | gpsimd | sync | dma
+    timeline_track: str  # TensorE (LDWEIGHTS) / TensorMatrix / Vector / Scalar / GpSimd / Sync / q<queue>
+    start_ts: float
+    end_ts: float
+    evt_wait_time_ns: float  # time spent waiting on semaphores (dependencies) before starting
+    waited_on: str  # track of the producer waited on ("" if none), e.g. "TensorMatrix" / "qSyncIO0" / "WAR"
+    hbm_read_bytes: int = 0
+    hbm_write_bytes: int = 0
+    sbuf_read_bytes: int = 0
+    sbuf_write_bytes: int = 0
+    psum_read_bytes: int = 0
+    psum_write_bytes: int = 0
+    raw_flops: int = 0  # 2 per MAC
+    adjusted_flops: float = 0.0  # BF16-equivalent (fp32 x4, fp8 x0.5)
+    transpose_flops: int = 0  # work of TensorE transposes (a pass against an identity matrix)
+    performance_mode: str = ""
+    nki_source_location: str = ""
+    operands: str = ""  # filled on demand by TimingResult.describe (costly to format for every record)
+
+    @property
+    def duration_ns(self) -> float:
+        return self.end_ts - self.start_ts
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["duration_ns"] = self.duration_ns
+        return d
+
+
+@dataclass(slots=True)
+class DmaRecord:
+    """One DMA transfer on one DMA engine (the profiler's DmaPacket, aggregated per engine)."""
+
+    instruction_index: int
+    queue_name: str
+    engine_idx: int
+    start_ts: float
+    end_ts: float
+    transfer_bytes: int
+    source: str  # "HBM" | "SBUF" | tensor name
+    dest: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class SemaphoreUpdate:
+    timestamp: float
+    semaphore: str
+    value: int
+    update_source: str  # engine or DMA queue that incremented it
+    instruction_index: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+ROW_FIELDS = (
+    "index", "opcode", "engine", "timeline_track", "start_ts", "end_ts", "evt_wait_time_ns", "waited_on",
+    "hbm_read_bytes", "hbm_write_bytes", "sbuf_read_bytes", "sbuf_write_bytes", "psum_read_bytes",
+    "psum_write_bytes", "raw_flops", "adjusted_flops", "transpose_flops", "performance_mode",
+)
+
+
+@dataclass
+class TimingResult:
+    """The device timeline of one program on one NeuronCore.
+
+    Instruction records are kept as compact rows (``ROW_FIELDS`` order) and turned into
+    InstructionRecord objects only when someone asks for ``instructions``.
+    """
+
+    total_ns: float
+    rows: list[tuple]
+    locations: list[str]  # per program instruction
+    dma: list[DmaRecord]
+    semaphores: list[SemaphoreUpdate]
+    summary: dict = field(default_factory=dict)
+    _records: list[InstructionRecord] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_rows(cls, total_ns, rows, locations, dma, semaphores) -> "TimingResult":
+        return cls(total_ns, rows, locations, dma, semaphores)
+
+    @property
+    def instructions(self) -> list[InstructionRecord]:
+        if self._records is None:
+            locs = self.locations
+            self._records = [InstructionRecord(*row, nki_source_location=locs[row[0]]) for row in self.rows]
+        return self._records
+
+    def with_operands(self, program) -> "TimingResult":
+        """Fill each record's ``operands`` text from the program (for display and export)."""
+        for rec in self.instructions:
+            if not rec.operands:
+                rec.operands = program.instructions[rec.index].describe()
+        return self
