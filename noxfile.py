@@ -1,0 +1,78 @@
+"""Sessions: one per package, `tests` (every package plus the cross-package tests), `demo`,
+`lint` and `benchmarks`.
+
+Our packages share names with unrelated placeholder projects on PyPI (nki 0.0.1, torch-neuronx
+1.0, ...). They are always installed from their folders, in dependency order, and every internal
+dependency pins our exact version, so pip can never pick the index's namesake.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_venv = "yes"
+nox.options.default_venv_backend = "venv"
+
+PYTHON = "3.11"
+# Dependency order. A package appears here when its issue is worked on.
+PACKAGES = ["neuron-sim"]
+TEST_DEPS = ["pytest>=8,<10", "hypothesis>=6.100,<7"]
+
+
+def install_packages(session: nox.Session, *names: str) -> None:
+    paths = [f"./packages/{name}" for name in (names or PACKAGES)]
+    session.install(*paths)
+
+
+def run_pytest(session: nox.Session, *paths: str) -> None:
+    args = list(session.posargs) or ["-q"]
+    session.run("python", "-m", "pytest", *paths, *args, env={"PYTHONHASHSEED": "0"})
+
+
+def make_package_session(name: str):
+    @nox.session(name=name, python=PYTHON)
+    def package_session(session: nox.Session) -> None:
+        install_packages(session, *PACKAGES[: PACKAGES.index(name) + 1])
+        session.install(*TEST_DEPS)
+        run_pytest(session, f"packages/{name}/tests")
+
+    return package_session
+
+
+for _name in PACKAGES:
+    globals()[f"session_{_name.replace('-', '_')}"] = make_package_session(_name)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Every package's tests plus the cross-package tests."""
+    install_packages(session)
+    session.install(*TEST_DEPS)
+    paths = [f"packages/{name}/tests" for name in PACKAGES]
+    if os.path.isdir("tests") and any(f.startswith("test_") for _, _, fs in os.walk("tests") for f in fs):
+        paths.append("tests")
+    run_pytest(session, *paths)
+
+
+@nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    install_packages(session)
+    session.run("python", "demo/main.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    session.install("ruff==0.14.4")
+    session.run("ruff", "check", ".")
+
+
+@nox.session(python=PYTHON)
+def benchmarks(session: nox.Session) -> None:
+    """Run every benchmark; each prints its figures and ratios against a same-run baseline."""
+    install_packages(session)
+    for script in sorted(os.listdir("benchmarks")):
+        if script.endswith(".py") and not script.startswith("_"):
+            session.run("python", f"benchmarks/{script}", *session.posargs)
