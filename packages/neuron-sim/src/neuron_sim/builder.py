@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import sys
 
+import numpy as np
+
 from . import dtypes
 from .arch import Architecture, get_architecture
 from .errors import AccessPatternError
@@ -39,28 +41,54 @@ def caller_location(skip_dirs: tuple[str, ...] = ()) -> str | None:
 
 
 def _normalize_index(index, shape: tuple[int, ...]) -> list[tuple[int, int, int, bool]]:
-    """Per dim: (start, count, step, keep). Integers select one element and drop the dim."""
+    """Per dim: (start, count, step, keep). Integers select one element and drop the dim.
+
+    Python's rules for negative indices apply (``t[-1]``, ``t[:, -4:]``); anything reaching outside
+    the dimension, an empty slice, or a non-positive step is an error rather than being clipped.
+    """
     if not isinstance(index, tuple):
         index = (index,)
+    ellipses = [k for k, i in enumerate(index) if i is Ellipsis]
+    if len(ellipses) > 1:
+        raise AccessPatternError("ap.index", "an index can have only one Ellipsis (...)")
+    if ellipses:
+        at = ellipses[0]
+        fill = len(shape) - (len(index) - 1)
+        index = index[:at] + (slice(None),) * max(fill, 0) + index[at + 1 :]
     if len(index) > len(shape):
         raise AccessPatternError("ap.index", f"{len(index)} indices for a {len(shape)}-d tensor of shape {list(shape)}")
     out = []
     for i, dim in enumerate(shape):
         idx = index[i] if i < len(index) else slice(None)
         if isinstance(idx, slice):
+            for bound in (idx.start, idx.stop, idx.step):
+                if bound is not None and not _is_int(bound):
+                    raise AccessPatternError("ap.index", f"slice bounds must be integers, got {idx!r} for dimension {i}")
+            if idx.step is not None and int(idx.step) <= 0:
+                raise AccessPatternError("ap.index", f"slice steps must be positive, got {idx.step}")
+            if (idx.start is not None and not -dim <= int(idx.start) <= dim) or (
+                idx.stop is not None and not -dim <= int(idx.stop) <= dim
+            ):
+                raise AccessPatternError(
+                    "ap.bounds", f"slice {idx.start}:{idx.stop} is outside dimension {i} of size {dim}"
+                )
             start, stop, step = idx.indices(dim)
-            if step <= 0:
-                raise AccessPatternError("ap.index", f"slice steps must be positive, got {step}")
             count = len(range(start, stop, step))
-            if count <= 0 or (idx.stop is not None and idx.stop > dim) or (idx.start is not None and idx.start < 0):
-                raise AccessPatternError("ap.bounds", f"slice {idx.start}:{idx.stop} is empty or outside dimension {i} of size {dim}")
+            if count <= 0:
+                raise AccessPatternError("ap.bounds", f"slice {idx.start}:{idx.stop} of dimension {i} (size {dim}) is empty")
             out.append((start, count, step, True))
-        else:
+        elif _is_int(idx):
             k = int(idx)
-            if not 0 <= k < dim:
+            if not -dim <= k < dim:
                 raise AccessPatternError("ap.bounds", f"index {k} is outside dimension {i} of size {dim}")
-            out.append((k, 1, 1, False))
+            out.append((k % dim, 1, 1, False))
+        else:
+            raise AccessPatternError("ap.index", f"index {idx!r} for dimension {i} is neither an integer nor a slice")
     return out
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 class Tile:
@@ -177,9 +205,17 @@ class ProgramBuilder:
 
     def _tile(self, memory, allocator, shape, dtype, partition_start) -> Tile:
         shape = tuple(shape)
+        if not shape or any(d <= 0 for d in shape):
+            raise AccessPatternError("ap.empty", f"a tile needs a partition dimension and positive sizes, got {list(shape)}")
         if shape[0] > self.arch.num_partitions:
             raise AccessPatternError(
                 "partition.limit", f"a tile's partition dimension is at most {self.arch.num_partitions}, got {shape[0]}"
+            )
+        if not 0 <= partition_start <= self.arch.num_partitions - shape[0]:
+            raise AccessPatternError(
+                "partition.limit",
+                f"a tile of {shape[0]} partitions starting at partition {partition_start} exceeds the "
+                f"{self.arch.num_partitions} partitions",
             )
         free = 1
         for d in shape[1:]:

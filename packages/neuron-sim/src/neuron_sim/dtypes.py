@@ -84,8 +84,8 @@ def _int_bounds(np_dtype: np.dtype) -> tuple[int, int]:
 def convert(values: np.ndarray, dtype) -> np.ndarray:
     """Convert computed values to ``dtype`` the way an engine's write port does.
 
-    Floats: round to nearest even (ml_dtypes and numpy casts are RNE); fp8 types saturate to
-    their largest finite value instead of overflowing to inf/NaN. Integers: round half to even,
+    Floats: round to nearest even (ml_dtypes and numpy casts are RNE), via fp32 for the narrow
+    types; fp8 types saturate to their largest finite value instead of overflowing to inf/NaN. Integers: round half to even,
     then saturate; NaN becomes 0. bool: nonzero is True.
     """
     name = dtype_name(dtype)
@@ -105,13 +105,21 @@ def convert(values: np.ndarray, dtype) -> np.ndarray:
     if name in FP8_TYPES and name != "float8_e8m0fnu":
         finite_max = float(ml_dtypes.finfo(target).max)
         src = values.astype(np.float32, copy=False)
-        src = np.where(np.isinf(src), np.copysign(finite_max, src), src)
-        # Round first, then saturate what rounded past the largest finite value.
+        # Saturate: anything beyond the largest finite value (including inf, and values that would
+        # round up past it) becomes +-max; clipping before the RNE cast is equivalent to rounding
+        # first and saturating after, because max itself is representable. NaN stays NaN.
         clipped = np.clip(src, -finite_max, finite_max)
         return clipped.astype(target)
-    if name == "tfloat32":
-        return values.astype(np.float32)
-    return values.astype(target)
+    if name in ("tfloat32", "float32"):
+        with np.errstate(over="ignore"):
+            return values.astype(np.float32)
+    if name == "float64":
+        return values.astype(target)
+    # Narrow floats are written from the engines' fp32 results: round to fp32 first, so every
+    # source dtype takes the same path (numpy rounds float64->float16 directly, ml_dtypes goes
+    # through fp32 for bfloat16; without this the two would disagree on double-rounding cases).
+    with np.errstate(over="ignore"):  # overflow to inf is the defined result for these types
+        return values.astype(np.float32, copy=False).astype(target)
 
 
 def compute_view(values: np.ndarray) -> np.ndarray:

@@ -38,13 +38,20 @@ class ExactExecutor:
         self.psum = OnChipMemory("PSUM", arch.num_partitions, arch.psum_bytes_per_partition, track)
         self.hbm: dict[str, np.ndarray] = {}
         self.registers: dict[str, int] = {}
-        self._warned: set[str] = set()
+        self._warned: set = set()
+        self._current = None  # the instruction being executed, for warnings
 
     # --- operand access ----------------------------------------------------------------------
     def _dyn_offset(self, ap: AccessPattern) -> int:
         if not ap.dynamic:
             return 0
-        return sum(self.registers[reg] * stride for reg, stride in ap.dynamic) * ap.itemsize
+        missing = [reg for reg, _ in ap.dynamic if reg not in self.registers]
+        if missing:
+            raise ExecutionError(
+                f"{ap.describe()} has a run-time offset from register(s) {missing} that hold no value "
+                f"(set: {sorted(self.registers)})"
+            )
+        return sum(int(self.registers[reg]) * stride for reg, stride in ap.dynamic) * ap.itemsize
 
     def view(self, ap: AccessPattern) -> np.ndarray:
         extra = self._dyn_offset(ap)
@@ -60,6 +67,7 @@ class ExactExecutor:
 
     def read(self, ap: AccessPattern, role: str = "operand") -> np.ndarray:
         """The operand's raw stored values (zero-copy where possible)."""
+        values = self.view(ap)  # first: it checks the (run-time) bounds the shadow mask relies on
         if ap.memory != HBM and self.uninitialized is not None:
             memory = self.sbuf if ap.memory == SBUF else self.psum
             try:
@@ -67,11 +75,15 @@ class ExactExecutor:
             except UninitializedReadError as err:
                 if self.uninitialized == "error":
                     raise
-                key = f"{self._current.location}:{role}"
+                current = getattr(self, "_current", None)
+                location = current.location if current is not None else None
+                # Once per source line and operand (an unrolled loop warns once, not per iteration).
+                key = (location if location is not None else id(current), role)
                 if key not in self._warned:
                     self._warned.add(key)
-                    warnings.warn(f"{err} (at {self._current.location})", RuntimeWarning, stacklevel=2)
-        return self.view(ap)
+                    where = f" (in {current.opcode} at {location})" if location else (f" (in {current.opcode})" if current else "")
+                    warnings.warn(f"{err}{where}", RuntimeWarning, stacklevel=2)
+        return values
 
     def read_f32(self, ap: AccessPattern, role: str = "operand") -> np.ndarray:
         return dtypes.compute_view(self.read(ap, role))

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import AccessPatternError
+from ..memory.access_pattern import AccessPattern
 from ..isa import (
     Activation,
     AffineSelect,
@@ -55,21 +56,50 @@ def _flat_rows(values: np.ndarray) -> np.ndarray:
     return values.reshape(values.shape[0], -1)
 
 
-def _binary(op: str, a, b):
+def _as_int(x) -> np.ndarray:
+    """An operand of a bitvec op as integers: integer data as stored, fp32 values rounded (RNE, saturating to int32)."""
+    x = np.asarray(x)
+    if x.dtype.kind in "iu":
+        return x
+    if x.dtype.kind == "b":
+        return x.astype(np.int32)
+    return dtypes.convert(x.astype(np.float32), "int32")
+
+
+def _binary(op: str, a, b, int_dtype=None):
+    """``a op b``. Arithmetic ops compute in fp32; bitvec ops on the bits of ``int_dtype``.
+
+    Bitvec operands are cast (wrapping) to ``int_dtype``, the integer type of the instruction's
+    tensor data, so immediates like 0xFFFFFFFF mean "all 32 bits" and shifts drop bits that leave
+    the word instead of saturating.
+    """
     if op in ops.BITVEC_OPS:
-        return ops.BITVEC_OPS[op](a, b)
+        a, b = _as_int(a), _as_int(b)
+        dt = np.dtype(int_dtype) if int_dtype is not None else np.result_type(a.dtype, b.dtype)
+        return ops.BITVEC_OPS[op](a.astype(dt, copy=False), b.astype(dt, copy=False))
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
     return np.asarray(ops.ARITHMETIC_OPS[op](a, b), dtype=np.float32)
 
 
-def _apply_scalar_op(op, data, operand, reverse):
+def _apply_scalar_op(op, data, operand, reverse, int_dtype=None):
     if op is None:
         return data
     if operand is None:  # unary ALU op
-        return np.asarray(ops.UNARY_ALU_OPS[op](data), dtype=np.float32)
-    if op in ops.BITVEC_OPS:
-        data = data.astype(np.int64)
-        operand = np.asarray(operand).astype(np.int64)
-    return _binary(op, operand, data) if reverse else _binary(op, data, operand)
+        return np.asarray(ops.UNARY_ALU_OPS[op](np.asarray(data, dtype=np.float32)), dtype=np.float32)
+    return _binary(op, operand, data, int_dtype) if reverse else _binary(op, data, operand, int_dtype)
+
+
+def _operand(ex, operand, role: str, bitvec: bool):
+    """A scalar operand: fp32 for arithmetic ops; exact integers (immediate or [P, 1] tile) for bitvec ops."""
+    if not bitvec:
+        return ex.scalar_operand(operand, role)
+    if isinstance(operand, AccessPattern):
+        return _as_int(ex.read(operand, role)).reshape(operand.partition_count, 1)
+    if float(operand).is_integer():
+        # Keep every bit of an integer immediate (fp32 would round 0x7FFFFFF0 to 2**31); wrap to 64 bits.
+        return np.asarray(int(operand) % (1 << 64), dtype=np.uint64).astype(np.int64)
+    return np.asarray(operand)
 
 
 # --- DMA -------------------------------------------------------------------------------------
@@ -109,7 +139,8 @@ def _dma_indirect(ex, inst: DmaIndirect):
                 f"indirect DMA index {int(bad[0])} is outside the {rows} rows of {inst.table.tensor!r} "
                 f"({int(bad.size)} bad index(es)); use oob_mode='skip' to drop such rows",
             )
-    table = ex.view(inst.table).reshape(rows, -1)
+    table_view = ex.view(inst.table)  # (rows, ...) view into the bound HBM buffer
+    table = table_view.reshape(rows, -1)  # may be a copy when a row is not contiguous: read only
     if inst.direction == "gather":
         onchip = ex.view(inst.onchip).reshape(inst.onchip.partition_count, -1)
         gathered = _dma_convert(table[index[valid]], inst.onchip.dtype)
@@ -122,12 +153,25 @@ def _dma_indirect(ex, inst: DmaIndirect):
         return
     src = ex.read(inst.onchip, "src").reshape(inst.onchip.partition_count, -1)[valid]
     target = index[valid]
+    row_shape = table_view.shape[1:]
+    # Writes go through ``table_view`` (never through the reshaped ``table``, which is a copy for
+    # non-contiguous rows), and only touch the indexed rows.
     if inst.accumulate:
-        acc = table.astype(np.float32) if table.dtype.kind == "f" or table.dtype == dtypes.to_numpy("bfloat16") else table.astype(np.int64)
-        np.add.at(acc, target, src.astype(acc.dtype))
-        table[...] = dtypes.convert(acc, inst.table.dtype)
+        # DMA compute adds in fp32 for every float type (fp8/bf16 included), exactly for integers.
+        float_table = dtypes.is_float(inst.table.dtype)
+        acc_dtype = np.float32 if float_table else np.int64
+        rows_hit = np.unique(target)
+        acc = table[rows_hit].astype(acc_dtype)
+        position = np.searchsorted(rows_hit, target)
+        if float_table:
+            addend = dtypes.compute_view(src)
+        else:  # integers add exactly; float sources round (RNE) to integers first
+            addend = src.astype(np.int64) if src.dtype.kind in "iub" else dtypes.convert(dtypes.compute_view(src), "int64")
+        np.add.at(acc, position, addend.astype(acc_dtype))
+        table_view[rows_hit] = dtypes.convert(acc, inst.table.dtype).reshape((len(rows_hit),) + row_shape)
     else:
-        table[target] = dtypes.convert(_dma_convert(src, inst.table.dtype), inst.table.dtype)
+        values = dtypes.convert(_dma_convert(src, inst.table.dtype), inst.table.dtype)
+        table_view[target] = values.reshape((len(target),) + row_shape)
 
 
 # --- TensorE ---------------------------------------------------------------------------------
@@ -142,6 +186,8 @@ def _tf32(values: np.ndarray) -> np.ndarray:
 
 @handles(Matmul)
 def _matmul(ex, inst: Matmul):
+    # (partitions, rows_per_partition, F) -> (K, F): double_row's two rows per partition are
+    # consecutive contraction indices.
     stationary = ex.read_f32(inst.stationary, "stationary").reshape(inst.k, inst.m)
     moving = ex.read_f32(inst.moving, "moving").reshape(inst.k, inst.n)
     if "tfloat32" in (inst.stationary.dtype, inst.moving.dtype):
@@ -172,23 +218,30 @@ def _tensor_tensor(ex, inst: TensorTensor):
     ex.write(inst.dst, _binary(inst.op, a, b))
 
 
+def _int_dtype(ap: AccessPattern):
+    return dtypes.to_numpy(ap.dtype) if dtypes.is_int(ap.dtype) else np.dtype(np.int32)
+
+
 @handles(TensorScalar)
 def _tensor_scalar(ex, inst: TensorScalar):
     bitvec = inst.op0 in ops.BITVEC_OPS or inst.op1 in ops.BITVEC_OPS
     data = _flat_rows(ex.read(inst.src, "src") if bitvec else ex.read_f32(inst.src, "src"))
-    op0 = ex.scalar_operand(inst.operand0, "operand0") if inst.operand0 is not None else None
-    op1 = ex.scalar_operand(inst.operand1, "operand1") if inst.operand1 is not None else None
-    out = _apply_scalar_op(inst.op0, data, op0, inst.reverse0)
-    out = _apply_scalar_op(inst.op1, out, op1, inst.reverse1)
+    op0 = _operand(ex, inst.operand0, "operand0", inst.op0 in ops.BITVEC_OPS) if inst.operand0 is not None else None
+    op1 = _operand(ex, inst.operand1, "operand1", inst.op1 in ops.BITVEC_OPS) if inst.operand1 is not None else None
+    int_dtype = _int_dtype(inst.src)
+    out = _apply_scalar_op(inst.op0, data, op0, inst.reverse0, int_dtype)
+    out = _apply_scalar_op(inst.op1, out, op1, inst.reverse1, int_dtype)
     ex.write(inst.dst, out)
 
 
 @handles(ScalarTensorTensor)
 def _scalar_tensor_tensor(ex, inst: ScalarTensorTensor):
-    data = _flat_rows(ex.read_f32(inst.src, "src"))
-    other = _flat_rows(ex.read_f32(inst.in1, "in1"))
-    first = _apply_scalar_op(inst.op0, data, ex.scalar_operand(inst.operand0, "operand0"), inst.reverse0)
-    out = _binary(inst.op1, other, first) if inst.reverse1 else _binary(inst.op1, first, other)
+    bitvec0, bitvec1 = inst.op0 in ops.BITVEC_OPS, inst.op1 in ops.BITVEC_OPS
+    data = _flat_rows(ex.read(inst.src, "src") if bitvec0 else ex.read_f32(inst.src, "src"))
+    other = _flat_rows(ex.read(inst.in1, "in1") if bitvec1 else ex.read_f32(inst.in1, "in1"))
+    int_dtype = _int_dtype(inst.src)
+    first = _apply_scalar_op(inst.op0, data, _operand(ex, inst.operand0, "operand0", bitvec0), inst.reverse0, int_dtype)
+    out = _binary(inst.op1, other, first, int_dtype) if inst.reverse1 else _binary(inst.op1, first, other, int_dtype)
     ex.write(inst.dst, out)
 
 
@@ -204,10 +257,12 @@ def _reduce_trailing(op: str, values: np.ndarray, naxes: int) -> np.ndarray:
 @handles(TensorReduce)
 def _tensor_reduce(ex, inst: TensorReduce):
     values = _alu_input(ex, inst.src, "src", inst.op)
-    out = _reduce_trailing(inst.op, values, len(inst.axes))
+    out = np.asarray(
+        _reduce_trailing(inst.op, values, len(inst.axes)), dtype=values.dtype if inst.op in ops.BITVEC_OPS else np.float32
+    )  # logical reductions give bools: make them numbers before negating
     if inst.negate:
         out = -out
-    ex.write(inst.dst, np.asarray(out, dtype=values.dtype if inst.op in ops.BITVEC_OPS else np.float32))
+    ex.write(inst.dst, out)
 
 
 @handles(TensorCopy)
@@ -222,8 +277,14 @@ def _copy_predicated(ex, inst: CopyPredicated):
     pred = _flat_rows(ex.read_f32(inst.predicate, "predicate")) != 0
     if inst.reverse:
         pred = ~pred
-    old = _flat_rows(ex.read_f32(inst.dst, "dst"))
-    ex.write(inst.dst, np.where(pred, _flat_rows(ex.read_f32(inst.src, "src")), old))
+    # Kept elements must stay bit-exact (an fp32 round trip would change int32 values above 2**24
+    # and NaN payloads), and a same-dtype copy is bit-exact like tensor_copy.
+    target = dtypes.to_numpy(inst.dst.dtype)
+    old = _flat_rows(ex.read(inst.dst, "dst"))
+    src = _flat_rows(ex.read(inst.src, "src"))
+    if src.dtype != target:
+        src = dtypes.convert(dtypes.compute_view(src), inst.dst.dtype)
+    ex.write(inst.dst, np.where(pred, src, old))
 
 
 @handles(Select)
@@ -238,7 +299,10 @@ def _select(ex, inst: Select):
 
 @handles(Memset)
 def _memset(ex, inst: Memset):
-    ex.write(inst.dst, np.full(inst.dst.shape, inst.value, dtype=np.float64 if dtypes.is_float(inst.dst.dtype) else np.int64))
+    # A float value is an fp32 immediate; an integer value is stored exactly (float64 holds every
+    # int32/uint32) and saturates to the dtype's range.
+    value_dtype = np.float32 if dtypes.is_float(inst.dst.dtype) else np.float64
+    ex.write(inst.dst, np.full(inst.dst.shape, float(inst.value), dtype=value_dtype))
 
 
 @handles(Reciprocal)
@@ -341,10 +405,11 @@ def _local_gather(ex, inst: LocalGather):
     for g in range(0, src.shape[0], 16):
         pool = src[g : g + 16].reshape(-1)
         idx = index[g : g + 16]
-        if idx.size and (idx.min() < 0 or (idx.max() + 1) * e > pool.size):
+        bad = idx[(idx < 0) | ((idx + 1) * e > pool.size)]
+        if bad.size:
             raise AccessPatternError(
                 "local_gather.index_out_of_bounds",
-                f"local_gather index {int(idx.max() if idx.max() >= 0 else idx.min())} is outside the "
+                f"local_gather index {int(bad[0])} is outside the "
                 f"{pool.size // e} entries of partition group {g}..{g + 15}",
             )
         offsets = (idx[..., None] * e + np.arange(e)).reshape(idx.shape[0], -1)

@@ -77,8 +77,10 @@ class Instruction:
         raise NotImplementedError
 
     # --- serialization ---------------------------------------------------------------------
+    # The opcode is stored under "opcode": several instructions have a field named ``op`` (the ALU
+    # op), which used to overwrite an "op" opcode key and made them unreadable.
     def to_dict(self) -> dict:
-        d = {"op": self.opcode}
+        d = {"opcode": self.opcode}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if value is None or (f.name == "engine" and value == self.engines[0]):
@@ -88,10 +90,11 @@ class Instruction:
 
     @staticmethod
     def from_dict(d: dict) -> "Instruction":
-        cls = OPCODES.get(d.get("op"))
+        key = "opcode" if "opcode" in d else "op"  # "op": the layout written before the rename
+        cls = OPCODES.get(d.get(key))
         if cls is None:
-            raise ValidationError("isa.unknown_opcode", f"unknown opcode {d.get('op')!r}")
-        kwargs = {k: _decode(v) for k, v in d.items() if k != "op"}
+            raise ValidationError("isa.unknown_opcode", f"unknown opcode {d.get(key)!r}")
+        kwargs = {k: _decode(v) for k, v in d.items() if k != key}
         return cls(**kwargs)
 
     def describe(self) -> str:

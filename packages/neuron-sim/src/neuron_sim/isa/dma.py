@@ -107,11 +107,16 @@ class DmaIndirect(DmaInstruction):
             raise ValidationError("dma.indirect_direction", f"direction must be 'gather' or 'scatter', got {self.direction!r}")
         if self.oob_mode not in OOB_MODES:
             raise ValidationError("dma.oob_mode", f"oob_mode must be one of {OOB_MODES}, got {self.oob_mode!r}")
+        if self.dge not in DGE_MODES:
+            raise ValidationError("dma.dge_mode", f"unknown descriptor mode {self.dge!r}; choose {DGE_MODES}")
         if self.dge == "hwdge":
             raise ValidationError("dma.indirect_hwdge", "indirect DMA needs descriptors generated in software (swdge)")
         if self.table.memory != HBM:
             raise ValidationError("dma.indirect_table", f"the indexed tensor must be in HBM, got {self.table.describe()}")
         _check_dma_operand(self.onchip, arch, "onchip")
+        if self.onchip.memory != SBUF:
+            # vector_offset gathers/scatters move rows between an HBM tensor and SBUF partitions.
+            raise ValidationError("dma.indirect_onchip", f"the gathered/scattered tile must be in SBUF, got {self.onchip.describe()}")
         check_onchip(self.index, arch, "index", compute=False)
         if self.index.memory != SBUF or not dtypes.is_int(self.index.dtype) or self.index.free_size != 1:
             raise ValidationError(

@@ -100,6 +100,8 @@ class PartitionReduce(Instruction):
             check_onchip(ap, arch, role)
             check_memory(ap, "gpsimd", role, writing=w)
         ops.check_op(self.op, ops.REDUCE_OPS, "reduce")
+        if self.op in ops.BITVEC_OPS and not dtypes.is_int(self.src.dtype):
+            raise ValidationError("alu.bitvec_dtype", f"bitwise reduce {self.op} needs integer data, got {self.src.dtype}")
         if self.dst.partition_count != 1:
             raise ValidationError("partition_reduce.dst", f"partition reduce writes one partition, dst spans {self.dst.partition_count}")
         check_same_free_size(self.src, self.dst, "src", "dst")

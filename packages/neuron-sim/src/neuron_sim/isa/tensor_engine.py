@@ -2,7 +2,9 @@
 
 ``Matmul``: ``dst[M, N] (+)= stationary[K, M].T @ moving[K, N]`` with K on partitions. It lowers to a
 LoadStationary (profiler opcode LDWEIGHTS) and a MultiplyMoving (MATMUL); the timing model charges
-both. ``accumulate=False`` overwrites the PSUM location, ``True`` adds in fp32.
+both. ``accumulate=False`` overwrites the PSUM location, ``True`` adds in fp32. With
+``perf_mode="double_row"`` (FP8) the operands are ``[K, 2, M]`` and ``[K, 2, N]``: each partition
+carries two contraction rows, so one instruction contracts over 2K.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from ..errors import ValidationError
 from ..memory.access_pattern import AccessPattern
 from .base import Instruction, check_memory, check_onchip
 
-MATMUL_INPUT_DTYPES = ("bfloat16", "float16", "float32", "tfloat32", "float8_e4m3", "float8_e4m3fn", "float8_e5m2")
+MATMUL_INPUT_DTYPES = ("bfloat16", "float16", "float32", "tfloat32", "float8_e4m3", "float8_e5m2")
+# float8_e4m3fn is a TensorE input on NC-v4 only (nki.isa.nc_matmul).
+_MATMUL_EXTRA_DTYPES = {"gen4": ("float8_e4m3fn",)}
 _FP32_FAMILY = ("float32", "tfloat32")
 
 
@@ -45,26 +49,34 @@ class Matmul(Instruction):
     def writes(self):
         return [self.dst]
 
+    # In double_row mode (FP8) the operands are [K, 2, M] and [K, 2, N]: each partition holds two
+    # rows of the contraction, so K doubles and M/N are half the free sizes.
+    @property
+    def rows_per_partition(self) -> int:
+        return 2 if self.perf_mode == "double_row" else 1
+
     @property
     def k(self) -> int:
-        return self.stationary.partition_count
+        return self.stationary.partition_count * self.rows_per_partition
 
     @property
     def m(self) -> int:
-        return self.stationary.free_size
+        return self.stationary.free_size // self.rows_per_partition
 
     @property
     def n(self) -> int:
-        return self.moving.free_size
+        return self.moving.free_size // self.rows_per_partition
 
     def _validate(self, arch):
         te = arch.tensor
+        allowed = MATMUL_INPUT_DTYPES + _MATMUL_EXTRA_DTYPES.get(arch.nc_version, ())
         for ap, role in ((self.stationary, "stationary"), (self.moving, "moving")):
             check_onchip(ap, arch, role)
             check_memory(ap, "tensor", role, writing=False)
-            if ap.dtype not in MATMUL_INPUT_DTYPES:
+            if ap.dtype not in allowed:
                 raise ValidationError(
-                    "matmul.dtype", f"{role} dtype {ap.dtype} is not a TensorE input type {list(MATMUL_INPUT_DTYPES)}"
+                    "matmul.dtype",
+                    f"{role} dtype {ap.dtype} is not a TensorE input type on {arch.neuron_core} {list(allowed)}",
                 )
         check_onchip(self.dst, arch, "dst")
         check_memory(self.dst, "tensor", "dst", writing=True)
@@ -78,6 +90,17 @@ class Matmul(Instruction):
                 "matmul.psum_dtype",
                 f"matmul accumulates in {' or '.join(arch.psum_matmul_dtypes)} PSUM on {arch.neuron_core}, dst is {self.dst.dtype}",
             )
+        if self.perf_mode not in ("none", "double_row"):
+            raise ValidationError("matmul.perf_mode", f"unknown perf_mode {self.perf_mode!r}")
+        if self.perf_mode == "double_row":
+            for ap, role in ((self.stationary, "stationary"), (self.moving, "moving")):
+                if ap.dtype not in dtypes.FP8_TYPES:
+                    raise ValidationError("matmul.perf_mode", f"double_row mode needs fp8 operands, {role} is {ap.dtype}")
+                if ap.free_size % 2:
+                    raise ValidationError(
+                        "matmul.perf_mode",
+                        f"double_row {role} is [K, 2, F] (two contraction rows per partition), got shape {list(ap.shape)}",
+                    )
         if self.stationary.partition_count != self.moving.partition_count:
             raise ValidationError(
                 "matmul.k_mismatch",
@@ -93,10 +116,6 @@ class Matmul(Instruction):
             raise ValidationError(
                 "matmul.dst_shape", f"result of [K={self.k}, M={self.m}] x [K, N={self.n}] is [{self.m}, {self.n}], dst is {list(self.dst.shape)}"
             )
-        if self.perf_mode not in ("none", "double_row"):
-            raise ValidationError("matmul.perf_mode", f"unknown perf_mode {self.perf_mode!r}")
-        if self.perf_mode == "double_row" and self.stationary.dtype not in dtypes.FP8_TYPES:
-            raise ValidationError("matmul.perf_mode", "double_row mode needs fp8 operands")
         _check_psum_bank(self.dst, arch, "matmul")
 
 

@@ -5,6 +5,7 @@ All compute in fp32 and round on write, except bitvec ops, which work on integer
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .. import dtypes
@@ -264,7 +265,9 @@ class Memset(_Elementwise):
 
     def _validate(self, arch):
         self._check_io(arch, self.dst)
-        if dtypes.is_int(self.dst.dtype) and float(self.value) != int(self.value):
+        value = float(self.value)
+        # math.isfinite first: int() of NaN/inf raises ValueError/OverflowError, not a rule error.
+        if dtypes.is_int(self.dst.dtype) and (not math.isfinite(value) or value != int(value)):
             raise ValidationError("memset.value", f"memset of {self.dst.dtype} needs an integer value, got {self.value}")
 
 

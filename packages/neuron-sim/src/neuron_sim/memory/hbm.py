@@ -76,14 +76,19 @@ class Hbm:
             if charged > self.free_bytes:
                 self.stats.num_ooms += 1
                 raise OutOfMemoryError(nbytes, self.free_bytes, self.capacity, self.name)
+            previous_peak = self.stats.peak_allocated_bytes
             self.stats.allocated_bytes += charged
             self.stats.peak_allocated_bytes = max(self.stats.peak_allocated_bytes, self.stats.allocated_bytes)
             self.stats.num_allocs += 1
         try:
             owner = np.empty(charged + ALIGNMENT, dtype=np.uint8)
         except MemoryError:
-            with self._lock:
+            with self._lock:  # undo the accounting: the allocation never happened
                 self.stats.allocated_bytes -= charged
+                self.stats.num_allocs -= 1
+                self.stats.num_ooms += 1
+                if self.stats.peak_allocated_bytes == self.stats.allocated_bytes + charged:
+                    self.stats.peak_allocated_bytes = max(previous_peak, self.stats.allocated_bytes)
             raise OutOfMemoryError(nbytes, self.free_bytes, self.capacity, f"{self.name} (host memory exhausted)") from None
         shift = (-owner.ctypes.data) % ALIGNMENT
         array = owner[shift : shift + charged]
