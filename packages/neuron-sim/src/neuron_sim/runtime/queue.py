@@ -1,0 +1,261 @@
+"""A queue (a stream): tasks on it run one after another, in submission order, on a worker thread.
+
+Submitting never waits for the device: ``launch`` checks its arguments, places the task on the
+simulated timeline and hands it to the worker. A task that raises poisons the queue: the error is
+kept, later work on the queue is skipped (and counted) instead of running on garbage, and the next
+synchronization point raises it as an ``ExecutionError``; after that the queue works again. Event
+markers and waits are never skipped, so synchronizing and cross-queue waits cannot hang on a
+failed queue. In blocking mode every task runs in the caller's thread and raises right away.
+
+The worker thread exits after a few idle seconds and is restarted by the next submission, so
+many rarely used queues do not pin many threads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+
+from ..errors import ValidationError
+from ..trace.records import LaunchRecord
+from .bindings import as_program, bind_buffers
+from .errors import RuntimeUsageError
+from .failure import Failure, raise_failures
+from .task import MARKER, WAIT, WORK, Marker, Submission, Task
+from .timing_cache import program_timing
+
+IDLE_EXIT_SECONDS = 5.0
+
+
+class Queue:
+    def __init__(self, device, name: str):
+        self.device = device
+        self.name = name
+        self._lock = threading.Lock()
+        self._has_work = threading.Condition(self._lock)
+        self._idle = threading.Condition(self._lock)
+        self._pending: deque[Task] = deque()
+        self._outstanding = 0  # submitted and not finished (pending + running)
+        self._worker: threading.Thread | None = None
+        self._inline = threading.RLock()  # blocking mode: one task at a time, reentrant for nested submits
+        self._seq = 0
+        self._sim_ns = 0.0  # simulated time at which everything submitted so far is done
+        self._failure: Failure | None = None
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.name!r} of {self.device.name}>"
+
+    # --- submitting work -------------------------------------------------------------------
+    def launch(self, neff_or_program, buffers: Mapping, name: str | None = None, context: str | None = None) -> Submission:
+        """Run a program (or a Neff's program) on this queue's NeuronCore with ``buffers`` bound
+        to its input/output/inout tensors (numpy arrays or HbmAllocations, by tensor name).
+        Internal tensors are allocated from the device's HBM for the duration of the launch."""
+        self.device.guard.check()
+        program = as_program(neff_or_program)
+        arch = self.device.arch
+        if program.target != arch.name:
+            raise ValidationError(
+                "launch.target", f"program {program.name!r} was built for {program.target!r}, but {self.device.name} is {arch.name!r}"
+            )
+        bound = bind_buffers(program, buffers, self.device.hbm, self.device.name)
+        timing = program_timing(program, arch)
+        task = Task(WORK, "neff", name or program.name, context)
+        task.execute = self.device._run_launch
+        task.program = program
+        task.buffers = bound
+        task.timing = timing
+        task.metadata = getattr(neff_or_program, "metadata", None) or program.metadata or {}
+        return self._submit(task, timing.total_ns, occupies_core=True)
+
+    def submit(
+        self,
+        fn: Callable[[], object],
+        *,
+        device_time_ns: float = 0.0,
+        name: str | None = None,
+        kind: str = "host",
+        context: str | None = None,
+        occupies_core: bool = False,
+    ) -> Submission:
+        """Run ``fn()`` in order on this queue (CPU fallback ops, copies, ...) and advance the
+        queue's simulated clock by ``device_time_ns``. ``occupies_core`` makes the task also hold
+        the NeuronCore on the simulated timeline, as a launch does; host work and DMA copies do not."""
+        self.device.guard.check()
+        if not callable(fn):
+            raise TypeError(f"submit expects a callable, got {type(fn).__name__}")
+        if not device_time_ns >= 0:
+            raise ValueError(f"device_time_ns must be >= 0, got {device_time_ns}")
+        task = Task(WORK, kind, name or getattr(fn, "__name__", kind), context)
+        task.execute = _call_fn(fn)
+        return self._submit(task, float(device_time_ns), occupies_core)
+
+    def record_event(self, event=None):
+        """Record ``event`` (a new timing Event if None) at this point of the queue and return it."""
+        from .event import Event
+
+        event = event if event is not None else Event()
+        event.record(self)
+        return event
+
+    def wait_event(self, event) -> None:
+        """Later tasks on this queue start only after ``event`` completes, in host time and in
+        simulated time. Waiting on an event that was never recorded does nothing (as in CUDA)."""
+        self.device.guard.check()
+        marker = event._marker
+        if marker is None:
+            return
+        task = Task(WAIT)
+        task.marker = marker
+        self._submit(task, 0.0, False, not_before_ns=marker.sim_ns)
+
+    def wait_queue(self, other: Queue) -> None:
+        """Later tasks on this queue wait for everything submitted to ``other`` so far."""
+        if other is not self:
+            self.wait_event(other.record_event())
+
+    def _record_marker(self) -> Marker:
+        self.device.guard.check()
+        task = Task(MARKER)
+        self._submit(task, 0.0, False)
+        return task.marker
+
+    # --- synchronization -------------------------------------------------------------------
+    def query(self) -> bool:
+        """True if every task submitted so far has finished. Never raises a kept error."""
+        return self._outstanding == 0
+
+    def synchronize(self) -> None:
+        """Wait for every task submitted so far, then raise the kept error, if any."""
+        self._wait_idle()
+        raise_failures([self._take_failure()])
+
+    def _wait_idle(self) -> None:
+        self.device.guard.check()
+        if threading.current_thread() is self._worker:
+            raise RuntimeUsageError(f"synchronizing {self!r} from a task running on it would wait for itself forever")
+        with self._lock:
+            while self._outstanding:
+                self._idle.wait()
+
+    def _take_failure(self, before_seq: int | None = None) -> Failure | None:
+        with self._lock:
+            failure = self._failure
+            if failure is None or (before_seq is not None and failure.task.seq >= before_seq):
+                return None
+            self._failure = None
+            return failure
+
+    @property
+    def sim_time_ns(self) -> float:
+        """Simulated time at which everything submitted to this queue so far completes."""
+        return self._sim_ns
+
+    @property
+    def has_error(self) -> bool:
+        return self._failure is not None
+
+    # --- machinery -------------------------------------------------------------------------
+    def _submit(self, task: Task, device_ns: float, occupies_core: bool, not_before_ns: float = 0.0) -> Submission:
+        device = self.device
+        blocking = device.blocking
+        if blocking:
+            self._inline.acquire()  # schedule and run as one step, so inline order matches the timeline
+        try:
+            with self._lock:
+                with device._clock:
+                    start = max(self._sim_ns, not_before_ns)
+                    if occupies_core and device._core_free_ns > start:
+                        start = device._core_free_ns
+                    end = start + device_ns
+                    self._sim_ns = end
+                    if occupies_core:
+                        device._core_free_ns = end
+                task.seq = self._seq
+                self._seq += 1
+                task.start_ns, task.end_ns = start, end
+                if task.role == WORK:
+                    task.launch_id = next(device._ids)
+                elif task.role == MARKER:
+                    task.marker = Marker(self, task.seq, end)
+                if not blocking:
+                    self._pending.append(task)
+                    self._outstanding += 1
+                    if self._worker is None:
+                        self._worker = threading.Thread(
+                            target=self._work, name=f"neuron-sim {device.name} {self.name}", daemon=True
+                        )
+                        self._worker.start()
+                    else:
+                        self._has_work.notify()
+            if blocking:
+                self._execute(task, raise_now=True)
+        finally:
+            if blocking:
+                self._inline.release()
+        return Submission(task.launch_id, task.name, start, end)
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while not self._pending:
+                    if not self._has_work.wait(IDLE_EXIT_SECONDS) and not self._pending:
+                        self._worker = None
+                        return
+                task = self._pending.popleft()
+            try:
+                self._execute(task, raise_now=False)
+            finally:
+                # Do not keep the task (its program and buffers) alive while idle.
+                task = None
+                with self._lock:
+                    self._outstanding -= 1
+                    if not self._outstanding:
+                        self._idle.notify_all()
+
+    def _execute(self, task: Task, raise_now: bool) -> None:
+        if task.role == MARKER:
+            task.marker.done.set()
+            return
+        if task.role == WAIT:
+            task.marker.done.wait()
+            return
+        failure = self._failure
+        if failure is not None:  # poisoned: do not run on the failed task's results
+            failure.skipped += 1
+            task.buffers = None
+            return
+        device = self.device
+        host_start = time.perf_counter_ns()
+        error = None
+        try:
+            task.execute(task)
+        except BaseException as err:  # the worker must survive anything a task raises
+            error = err
+        host_end = time.perf_counter_ns()
+        task.buffers = None  # release the caller's arrays as soon as the task is done
+        if device.trace.enabled:
+            device.trace.publish(
+                LaunchRecord(
+                    launch_id=task.launch_id, device=device.index, queue=self.name, name=task.name, kind=task.kind,
+                    start_ns=task.start_ns, end_ns=task.end_ns, host_start_ns=host_start, host_end_ns=host_end,
+                    context=task.context, timing=task.timing, program=task.program, metadata=task.metadata,
+                    executor=task.executor, core_id=device.core_id,
+                    error=None if error is None else f"{type(error).__name__}: {error}",
+                )
+            )
+        if error is None:
+            return
+        failure = Failure(task, device.name, self.name, error)
+        if raise_now:
+            raise failure.to_exception() from error
+        with self._lock:
+            self._failure = failure
+
+
+def _call_fn(fn):
+    def execute(task: Task) -> None:
+        fn()
+
+    return execute

@@ -1,0 +1,44 @@
+"""Device time of a program, computed once per (program object, architecture).
+
+Timing is data-independent, so the first launch pays for the timing model and later launches
+reuse the result. ``Program`` is an unhashable dataclass, so entries are keyed by ``id`` and
+dropped by a weakref callback when the program dies (ids are reused after that). Programs must
+not be mutated after their first launch.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from ..arch import Architecture
+from ..timing import TimingResult, estimate
+
+# Reentrant: a program can die (and its callback run) while this thread holds the lock.
+_lock = threading.RLock()
+_cache: dict[tuple[int, str], tuple[weakref.ref, TimingResult]] = {}
+
+
+def program_timing(program, arch: Architecture) -> TimingResult:
+    key = (id(program), arch.name)
+    entry = _cache.get(key)
+    if entry is not None and entry[0]() is program:
+        return entry[1]
+    result = estimate(program, arch)  # outside the lock: other programs need not wait
+    with _lock:
+        entry = _cache.get(key)
+        if entry is not None and entry[0]() is program:
+            return entry[1]  # another thread won the race; keep one shared result
+        _cache[key] = (weakref.ref(program, lambda _ref, key=key: _forget(key, _ref)), result)
+    return result
+
+
+def _forget(key, ref) -> None:
+    with _lock:
+        entry = _cache.get(key)
+        if entry is not None and entry[0] is ref:
+            del _cache[key]
+
+
+def cached_program_count() -> int:
+    return len(_cache)

@@ -1,0 +1,83 @@
+"""NEURON_SIM_MODE and the executor registry: fast falls back to exact without a graph form."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from neuron_sim import ExactExecutor
+from neuron_sim.runtime import known_modes, register_executor, unregister_executor
+
+
+class CountingExecutor(ExactExecutor):
+    runs: list = []
+
+    def run(self, program, buffers=None, reset=True):
+        CountingExecutor.runs.append(program.name)
+        return super().run(program, buffers, reset)
+
+
+@pytest.fixture
+def fast_registered():
+    CountingExecutor.runs = []
+    register_executor("fast", CountingExecutor)
+    yield CountingExecutor.runs
+    unregister_executor("fast")
+
+
+def launch_and_record(rt, program, bufs):
+    records = []
+    rt.trace.subscribe(records.append)
+    rt.device(0).launch(program, bufs)
+    rt.synchronize()
+    return records[0]
+
+
+def test_fast_without_a_fast_executor_runs_exact(h):
+    rt = h.make_runtime(NEURON_SIM_MODE="fast")
+    bufs = h.copy_buffers()
+    rec = launch_and_record(rt, h.copy_program(), bufs)
+    assert rec.executor == "exact"
+    np.testing.assert_array_equal(bufs["y"], bufs["x"])
+
+
+def test_registered_fast_executor_runs_programs_with_a_graph(h, fast_registered):
+    rt = h.make_runtime(NEURON_SIM_MODE="fast")
+    program = h.copy_program()
+    program.graph = {"nodes": [{"op": "copy", "inputs": ["x"], "outputs": ["y"]}]}
+    rec = launch_and_record(rt, program, h.copy_buffers())
+    assert rec.executor == "fast"
+    assert fast_registered == [program.name]
+
+
+def test_fast_falls_back_for_programs_without_a_graph(h, fast_registered):
+    rt = h.make_runtime(NEURON_SIM_MODE="fast")
+    rec = launch_and_record(rt, h.copy_program(), h.copy_buffers())
+    assert rec.executor == "exact"
+    assert fast_registered == []
+
+
+def test_exact_mode_ignores_the_graph(h, fast_registered):
+    rt = h.make_runtime()
+    program = h.copy_program()
+    program.graph = {"nodes": []}
+    assert launch_and_record(rt, program, h.copy_buffers()).executor == "exact"
+    assert fast_registered == []
+
+
+def test_new_modes_become_valid_env_values(h):
+    register_executor("debug", CountingExecutor)
+    try:
+        assert "debug" in known_modes()
+        assert h.make_runtime(NEURON_SIM_MODE="debug").config.sim_mode == "debug"
+    finally:
+        unregister_executor("debug")
+    assert "debug" not in known_modes()
+
+
+def test_registry_rejects_bad_input():
+    with pytest.raises(ValueError):
+        register_executor("Fast", CountingExecutor)
+    with pytest.raises(TypeError):
+        register_executor("x", 3)
+    with pytest.raises(ValueError, match="exact"):
+        unregister_executor("exact")
