@@ -5,7 +5,7 @@ executor with the hardware's numerics, a timing model, the NEFF file format and 
 runtime of devices, queues and events.
 """
 
-from . import dtypes, isa
+from . import dtypes, isa, neff, runtime, timing, trace
 from .arch import Architecture, get_architecture
 from .builder import HbmTensor, ProgramBuilder, Tile
 from .errors import (
@@ -20,12 +20,16 @@ from .errors import (
 )
 from .executor import ExactExecutor
 from .memory import AccessPattern, Hbm
+from .neff import Neff, NeffCache
 from .program import Program, TensorDecl
+from .runtime import Event, Runtime, get_runtime
+from .timing import TimingResult, estimate
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "dtypes", "isa", "Architecture", "get_architecture", "ProgramBuilder", "HbmTensor", "Tile",
+    "dtypes", "isa", "neff", "runtime", "timing", "trace", "Neff", "NeffCache", "Event", "Runtime", "get_runtime",
+    "TimingResult", "estimate", "Architecture", "get_architecture", "ProgramBuilder", "HbmTensor", "Tile",
     "AccessPatternError", "ConfigurationError", "ExecutionError", "NeffFormatError", "NeuronSimError",
     "OutOfMemoryError", "UninitializedReadError", "ValidationError", "ExactExecutor", "AccessPattern", "Hbm",
     "Program", "TensorDecl", "__version__",
