@@ -512,3 +512,12 @@ def test_rules(inst, rule, value):
     err = rule_of(inst)
     assert err.rule == rule, err
     assert value in str(err), str(err)
+
+
+def test_reversed_bypass_broadcasts_the_operand():
+    x, col = data((4, 6)), data((4, 1))
+    src, dst, operand = sb("float32", 4, 6), sb("float32", 4, 6, offset=256), sb("float32", 4, 1, offset=512)
+    run = execute([TensorScalar(dst=dst, src=src, op0="bypass", operand0=operand, reverse0=True)], preload=[(src, x), (operand, col)], fetch=[dst])
+    np.testing.assert_array_equal(run[0], np.repeat(col, 6, axis=1))
+    run = execute([ScalarTensorTensor(dst=dst, src=src, op0="bypass", operand0=2.5, reverse0=True, op1="add", in1=src)], preload=[(src, x)], fetch=[dst])
+    assert_bits_equal(run[0], ref_write(2.5 + f64(x), "float32"))

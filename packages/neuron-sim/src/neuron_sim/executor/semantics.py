@@ -79,7 +79,10 @@ def _binary(op: str, a, b, int_dtype=None):
         return ops.BITVEC_OPS[op](a.astype(dt, copy=False), b.astype(dt, copy=False))
     a = np.asarray(a, dtype=np.float32)
     b = np.asarray(b, dtype=np.float32)
-    return np.asarray(ops.ARITHMETIC_OPS[op](a, b), dtype=np.float32)
+    out = np.asarray(ops.ARITHMETIC_OPS[op](a, b), dtype=np.float32)
+    # ``bypass`` returns its first input as is: a reversed bypass yields the [P, 1] operand, which
+    # still fills every element of the tile.
+    return np.broadcast_to(out, np.broadcast_shapes(a.shape, b.shape))
 
 
 def _apply_scalar_op(op, data, operand, reverse, int_dtype=None):

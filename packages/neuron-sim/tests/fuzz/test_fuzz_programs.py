@@ -1,0 +1,373 @@
+"""Property-based fuzzing of small random programs.
+
+A random program is validated and run on the exact executor. The only acceptable failures are
+NeuronSimError subclasses (a rule naming what is wrong); an ExecutionError that wraps anything
+else is an internal crash and fails the test, as does any other exception. Valid programs also
+survive serialization unchanged, and a differential fuzz checks random fp32/bf16 elementwise
+chains against a float64 numpy model.
+"""
+
+import json
+import warnings
+
+import numpy as np
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from neuron_sim import ExactExecutor, ExecutionError, NeuronSimError, Program, TensorDecl, ValidationError, dtypes, isa
+from neuron_sim.isa import ops
+from neuron_sim.memory.access_pattern import AccessPattern
+
+from helpers import TRN2, TRN3, execute, rounded, sb
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+ONCHIP_DTYPES = ["float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu", "int32", "uint32", "int16", "uint8", "int8", "tfloat32", "bool"]
+TENSORS = [
+    TensorDecl("x", (128, 64), "float32", "input"),
+    TensorDecl("h", (64, 32), "bfloat16", "input"),
+    TensorDecl("ix", (128, 1), "int32", "input"),
+    TensorDecl("y", (128, 64), "float32", "output"),
+    TensorDecl("z", (64, 32), "bfloat16", "inout"),
+]
+ALL_ALU_OPS = sorted(ops.ALL_BINARY_OPS) + ["bogus"]
+ARITH_OPS = sorted(ops.ARITHMETIC_OPS)
+ACT_FUNCS = sorted(ops.ACTIVATIONS) + ["bogus"]
+REDUCE = sorted(ops.REDUCE_OPS) + ["bogus"]
+
+
+def crash_free(err: BaseException) -> None:
+    """Fail unless ``err`` is a clean simulator error (not an internal exception in disguise)."""
+    if not isinstance(err, NeuronSimError):
+        raise err
+    if isinstance(err, ExecutionError) and err.__cause__ is not None and not isinstance(err.__cause__, NeuronSimError):
+        raise AssertionError(f"internal error wrapped as ExecutionError: {err!r}") from err.__cause__
+
+
+# --- strategies -----------------------------------------------------------------------------------
+
+
+@st.composite
+def onchip_ap(draw, memory=None, dtype=None, partitions=None, free=None):
+    memory = memory or draw(st.sampled_from(["sbuf", "sbuf", "sbuf", "psum"]))
+    dtype = dtype or draw(st.sampled_from(ONCHIP_DTYPES))
+    count = partitions or draw(st.sampled_from([1, 4, 16, 32, 64, 128]))
+    # Mostly a legal start for the count (quadrant rules), sometimes not.
+    legal = [0] if count > 64 else [0, 64] if count > 32 else [0, 32, 64, 96]
+    start = draw(st.sampled_from(legal)) if usually(draw, 9) else draw(st.sampled_from([8, 16, 96]))
+    if free is None:
+        free = draw(st.sampled_from([(1,), (8,), (16,), (4, 4), (2, 3, 4), (6,), (32,), (2,)]))
+    size = dtypes.itemsize(dtype)
+    region = draw(st.integers(0, 3))
+    bank = 2048 if memory == "psum" else 4096
+    offset = region * bank + draw(st.sampled_from([0, 0, 4, 1000]))
+    strides, acc = [], 1
+    for c in reversed(free):
+        strides.append(acc)
+        acc *= c
+    pattern = tuple(zip(reversed(strides), free))
+    if draw(st.booleans()) and len(pattern) == 1 and pattern[0][1] > 1:  # reversed or strided walks
+        pattern = ((draw(st.sampled_from([-1, 2])), pattern[0][1]),)
+        if pattern[0][0] < 0:
+            offset += (pattern[0][1] - 1) * size
+    return AccessPattern(memory, dtype, start, count, pattern, offset)
+
+
+@st.composite
+def hbm_ap(draw, rows=None, cols=None):
+    t = draw(st.sampled_from(TENSORS))
+    rows = rows or draw(st.sampled_from([1, 4, 16, 32, 64, 128]))
+    cols = cols or draw(st.sampled_from([1, 8, 16, 32]))
+    row0 = draw(st.integers(0, 8))
+    row_len = t.shape[1]
+    return AccessPattern("hbm", t.dtype, 0, rows, ((1, cols),), offset=row0 * row_len * dtypes.itemsize(t.dtype), tensor=t.name, partition_stride=row_len)
+
+
+def scalar_operand(draw, partitions):
+    return draw(
+        st.sampled_from(["float", "float", "int", "tile", "tile", "none", "any-tile"]).flatmap(
+            lambda kind: {
+                "float": st.floats(-4, 4, width=32),
+                "int": st.integers(-3, 0xFFFFFFFF),
+                "tile": onchip_ap(partitions=partitions, free=(1,)),
+                "none": st.none(),
+                "any-tile": onchip_ap(free=(1,)),
+            }[kind]
+        )
+    )
+
+
+def usually(draw, weight=6) -> bool:
+    """True most of the time (hypothesis draws small integers often, so use a weighted sample)."""
+    return draw(st.sampled_from([True] * weight + [False]))
+
+
+def alu_op(draw):
+    return draw(st.sampled_from(ARITH_OPS)) if usually(draw, 4) else draw(st.sampled_from(ALL_ALU_OPS))
+
+
+def engine_of(draw, cls):
+    """Mostly an engine the instruction runs on, sometimes one it does not."""
+    return draw(st.sampled_from(list(cls.engines))) if usually(draw, 9) else "sync"
+
+
+@st.composite
+def instruction(draw):
+    kind = draw(st.sampled_from(sorted(isa.OPCODES)))
+    ap = lambda **kw: draw(onchip_ap(**kw))  # noqa: E731
+    P = draw(st.sampled_from([1, 16, 32, 64, 128]))
+    free = draw(st.sampled_from([(8,), (4, 4), (16,), (1,)]))
+    same = lambda **kw: draw(onchip_ap(partitions=P, free=free, **kw))  # noqa: E731
+    eng = lambda cls: engine_of(draw, cls)  # noqa: E731
+    if kind == "DMA_COPY":
+        src = draw(st.one_of(hbm_ap(), onchip_ap()))
+        if usually(draw):
+            dst = draw(st.one_of(hbm_ap(rows=src.partition_count, cols=src.free_size), onchip_ap(memory="sbuf", partitions=src.partition_count, free=(src.free_size,))))
+        else:
+            dst = draw(st.one_of(hbm_ap(), onchip_ap()))
+        return isa.DmaCopy(dst=dst, src=src, engine=draw(st.sampled_from(["sync", "scalar", "gpsimd"])), dge=draw(st.sampled_from(["none", "hwdge", "swdge"])))
+    if kind == "DMA_TRANSPOSE":
+        src = draw(st.one_of(hbm_ap(), onchip_ap()))
+        dst = ap(memory="sbuf", dtype=src.dtype, partitions=min(src.free_size, 128), free=(src.partition_count,))
+        return isa.DmaTranspose(dst=dst, src=src)
+    if kind == "DMA_INDIRECT":
+        rows = draw(st.sampled_from([4, 16, 32]))
+        table = AccessPattern("hbm", "float32", 0, 64, ((1, 8),), tensor=draw(st.sampled_from(["x", "y"])), partition_stride=64)
+        return isa.DmaIndirect(
+            direction=draw(st.sampled_from(["gather", "scatter"])),
+            onchip=ap(memory="sbuf", partitions=rows, free=(8,)),
+            table=table,
+            index=ap(memory="sbuf", dtype=draw(st.sampled_from(["int32", "int16", "float32"])), partitions=rows, free=(1,)),
+            accumulate=draw(st.booleans()),
+            oob_mode=draw(st.sampled_from(["error", "skip"])),
+        )
+    if kind == "MATMUL":
+        k = draw(st.sampled_from([16, 32, 128]))
+        m = draw(st.sampled_from([8, 32, 128]))
+        n = draw(st.sampled_from([8, 64, 512]))
+        dt = draw(st.sampled_from(["bfloat16", "float32", "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float16", "tfloat32", "int8"]))
+        double = draw(st.booleans()) and dt.startswith("float8")
+        rows = 2 if double else 1
+        return isa.Matmul(
+            dst=ap(memory="psum", dtype=draw(st.sampled_from(["float32", "float32", "float32", "bfloat16"])), partitions=m, free=(n,)),
+            stationary=ap(memory="sbuf", dtype=dt, partitions=k, free=(rows * m,)),
+            moving=ap(memory="sbuf", dtype=dt, partitions=k, free=(rows * n,)),
+            accumulate=draw(st.booleans()),
+            perf_mode="double_row" if double else "none",
+        )
+    if kind == "TRANSPOSE":
+        src = ap()
+        return isa.Transpose(dst=ap(dtype=src.dtype, partitions=min(src.free_size, 128), free=(src.partition_count,)), src=src, engine=eng(isa.Transpose))
+    if kind == "TENSOR_TENSOR":
+        return isa.TensorTensor(dst=same(), in0=same(), in1=same(), op=alu_op(draw), engine=eng(isa.TensorTensor))
+    if kind == "TENSOR_SCALAR":
+        op1 = None if draw(st.booleans()) else alu_op(draw)
+        return isa.TensorScalar(
+            dst=same(), src=same(), op0=alu_op(draw) if usually(draw, 3) else draw(st.sampled_from(sorted(ops.UNARY_ALU_OPS))),
+            operand0=scalar_operand(draw, P), reverse0=draw(st.booleans()),
+            op1=op1, operand1=(scalar_operand(draw, P) if op1 is not None or not usually(draw) else None), reverse1=draw(st.booleans()),
+            engine=eng(isa.TensorScalar),
+        )
+    if kind == "SCALAR_TENSOR_TENSOR":
+        return isa.ScalarTensorTensor(
+            dst=same(), src=same(), op0=alu_op(draw), operand0=scalar_operand(draw, P) or 1.0,
+            op1=alu_op(draw), in1=same(), reverse0=draw(st.booleans()), reverse1=draw(st.booleans()),
+            engine=eng(isa.ScalarTensorTensor),
+        )
+    if kind == "TENSOR_REDUCE":
+        src_free = draw(st.sampled_from([(8,), (4, 4), (2, 3, 4)]))
+        src = ap(partitions=P, free=src_free)
+        n = len(src_free)
+        reduced = draw(st.integers(1, n))
+        axes = tuple(range(n - reduced + 1, n + 1)) if usually(draw) else draw(st.sampled_from([(1,), (2,), (), (0,)]))
+        kept = int(np.prod(src_free[: n - reduced])) if usually(draw) else draw(st.sampled_from([2, 5]))
+        return isa.TensorReduce(dst=ap(partitions=P, free=(kept,)), src=src, op=draw(st.sampled_from(REDUCE)), axes=axes, negate=draw(st.booleans()), engine=eng(isa.TensorReduce))
+    if kind == "TENSOR_COPY":
+        return isa.TensorCopy(dst=same(), src=same(), engine=eng(isa.TensorCopy))
+    if kind == "TENSOR_COPY_PREDICATED":
+        return isa.CopyPredicated(dst=same(), src=same(), predicate=same(), reverse=draw(st.booleans()))
+    if kind == "SELECT":
+        on_false = draw(st.one_of(st.floats(-10, 10, width=32), onchip_ap(partitions=P, free=free)))
+        return isa.Select(dst=same(), predicate=same(), on_true=same(), on_false=on_false, engine=eng(isa.Select))
+    if kind == "MEMSET":
+        value = draw(st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.integers(-(2**40), 2**40)))
+        return isa.Memset(dst=ap(), value=value, engine=eng(isa.Memset))
+    if kind == "RECIPROCAL":
+        return isa.Reciprocal(dst=same(), src=same())
+    if kind == "BN_STATS":
+        return isa.BnStats(dst=ap(partitions=P, free=(6,), dtype="float32"), src=same())
+    if kind == "BN_AGGR":
+        return isa.BnAggr(dst=ap(partitions=P, free=(2,)), src=ap(partitions=P, free=draw(st.sampled_from([(6,), (12,), (2, 6), (5,)]))))
+    if kind == "STREAM_SHUFFLE":
+        if usually(draw):
+            mask = tuple(draw(st.lists(st.sampled_from(list(range(32)) + [255]), min_size=32, max_size=32)))
+        else:
+            mask = tuple(draw(st.lists(st.sampled_from(list(range(32)) + [255, 40]), min_size=31, max_size=33)))
+        return isa.StreamShuffle(dst=same(), src=same(), mask=mask)
+    if kind == "ACTIVATE":
+        reduce = draw(st.sampled_from([None, "add", "maximum", "minimum", "multiply"]))
+        return isa.Activation(
+            dst=same(), src=same(), func=draw(st.sampled_from(ACT_FUNCS)),
+            scale=draw(st.one_of(st.floats(-3, 3, width=32), onchip_ap(partitions=P, free=(1,)))),
+            bias=draw(st.one_of(st.none(), st.floats(-3, 3, width=32), onchip_ap(partitions=P, free=(1,)))),
+            reduce_op=reduce, reduce_res=ap(partitions=P, free=(1,)) if reduce or draw(st.booleans()) else None,
+        )
+    if kind in ("IOTA", "AFFINE_SELECT"):
+        counts = {(8,): [(8,), (2, 4), (2, 2, 2)], (4, 4): [(16,), (4, 4), (2, 8)], (16,): [(16,), (4, 4)], (1,): [(1,)]}[free]
+        if usually(draw):
+            pattern = tuple((draw(st.integers(-5, 5)), c) for c in draw(st.sampled_from(counts)))
+        else:
+            pattern = tuple(draw(st.lists(st.tuples(st.integers(-5, 5), st.sampled_from([1, 2, 4, 8])), min_size=0, max_size=5)))
+        dst = ap(memory=draw(st.sampled_from(["sbuf", "sbuf", "psum"])), partitions=P, free=free)
+        if kind == "IOTA":
+            return isa.Iota(dst=dst, pattern=pattern, offset=draw(st.integers(-100, 100)), channel_multiplier=draw(st.integers(-3, 3)))
+        return isa.AffineSelect(
+            dst=dst, src=same(), pattern=pattern, on_false_value=draw(st.floats(width=32)), offset=draw(st.integers(-10, 10)),
+            channel_multiplier=draw(st.integers(-2, 2)), cmp_op=draw(st.sampled_from(list(ops.COMPARISON_OPS) + ["add"])),
+        )
+    if kind == "PARTITION_REDUCE":
+        return isa.PartitionReduce(dst=ap(partitions=draw(st.sampled_from([1, 2])), free=free), src=same(), op=draw(st.sampled_from(REDUCE)))
+    if kind == "LOCAL_GATHER":
+        e = draw(st.sampled_from([1, 2, 3]))
+        n = draw(st.sampled_from([1, 2, 4]))
+        return isa.LocalGather(
+            dst=ap(memory="sbuf", partitions=P, free=(n * e,)),
+            src=ap(memory="sbuf", partitions=P, free=draw(st.sampled_from([(4,), (8,)]))),
+            index=ap(memory="sbuf", dtype=draw(st.sampled_from(["int32", "uint8", "float32"])), partitions=P, free=(n,)),
+            num_elem_per_idx=e,
+        )
+    if kind == "SEM_SIGNAL":
+        return isa.SemaphoreSignal(semaphore="s", value=draw(st.integers(-1, 3)), engine=eng(isa.SemaphoreSignal))
+    if kind == "SEM_WAIT":
+        return isa.SemaphoreWait(semaphore="s", value=draw(st.integers(-1, 3)), engine=eng(isa.SemaphoreWait))
+    if kind == "BARRIER":
+        return isa.Barrier(engine=draw(st.sampled_from(["sync", "vector"])))
+    raise AssertionError(f"no generator for {kind}")
+
+
+def random_inputs(seed):
+    rng = np.random.default_rng(seed)
+    return {
+        "x": (rng.standard_normal((128, 64)) * 3).astype(np.float32),
+        "h": rng.standard_normal((64, 32)).astype(np.float32).astype(dtypes.to_numpy("bfloat16")),
+        "ix": rng.integers(-2, 70, size=(128, 1)).astype(np.int32),
+        "z": rng.standard_normal((64, 32)).astype(np.float32).astype(dtypes.to_numpy("bfloat16")),
+    }
+
+
+def bind(inputs):
+    buffers = {}
+    for t in TENSORS:
+        if t.name in inputs:
+            buffers[t.name] = np.ascontiguousarray(inputs[t.name]).reshape(-1).view(np.uint8).copy()
+        else:
+            buffers[t.name] = np.full(t.nbytes, 0xFF, dtype=np.uint8)
+    return buffers
+
+
+def run_program(program, arch, uninitialized, seed):
+    buffers = bind(random_inputs(seed))
+    ex = ExactExecutor(arch, uninitialized=uninitialized)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ex.run(program, buffers)
+    return buffers
+
+
+# --- properties -----------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(st.lists(instruction(), min_size=1, max_size=8), st.sampled_from([TRN2, TRN3]), st.sampled_from([None, "warn", "error"]), st.integers(0, 3))
+def test_random_programs_give_a_result_or_a_clean_error(instructions, arch, uninitialized, seed):
+    valid = []
+    for inst in instructions:
+        try:
+            inst.validate(arch)
+        except ValidationError as err:
+            assert err.rule and err.detail, err
+            continue
+        except Exception as err:  # noqa: BLE001 - validate may only raise rule errors
+            crash_free(err)
+            raise AssertionError(f"validate raised a non-validation error: {err!r}")
+        valid.append(inst)
+        event(f"valid {inst.opcode}")  # --hypothesis-show-statistics shows what the fuzz reaches
+    program = Program("fuzz", list(TENSORS), valid, arch.name)
+    try:
+        program.validate(arch)
+    except ValidationError:
+        return
+    except Exception as err:  # noqa: BLE001
+        crash_free(err)
+        raise
+    try:
+        first = run_program(program, arch, uninitialized, seed)
+    except Exception as err:  # noqa: BLE001
+        crash_free(err)
+        event(f"run refused: {getattr(err, 'rule', type(err).__name__)}")
+        return
+    event(f"ran {len(valid)} instruction(s)")
+    # a valid program survives serialization and runs to the same bits
+    back = Program.from_dict(json.loads(json.dumps(program.to_dict(), allow_nan=False)))
+    back.validate(arch)
+    second = run_program(back, arch, uninitialized, seed)
+    for name in first:
+        assert np.array_equal(first[name], second[name]), name
+
+
+# --- differential fuzz: elementwise chains vs a float64 model -------------------------------------
+
+P, F = 4, 8
+SLOTS = 3
+
+
+@st.composite
+def elementwise_chain(draw):
+    slot_dtypes = [draw(st.sampled_from(["float32", "bfloat16", "float16"])) for _ in range(SLOTS)]
+    steps = []
+    for _ in range(draw(st.integers(1, 10))):
+        kind = draw(st.sampled_from(["tt", "ts", "copy", "stt"]))
+        op = draw(st.sampled_from(["add", "subtract", "multiply", "maximum", "minimum"]))
+        steps.append(
+            (kind, op, draw(st.integers(0, SLOTS - 1)), draw(st.integers(0, SLOTS - 1)), draw(st.integers(0, SLOTS - 1)),
+             draw(st.floats(-4, 4, width=32)), draw(st.booleans()), draw(st.sampled_from(["vector", "gpsimd"])))
+        )
+    return slot_dtypes, steps
+
+
+MODEL = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum}
+
+
+@SETTINGS
+@given(elementwise_chain(), st.integers(0, 2**31 - 1))
+def test_elementwise_chains_match_a_float64_model(chain, seed):
+    slot_dtypes, steps = chain
+    rng = np.random.default_rng(seed)
+    slots = [sb(dt, P, F, offset=256 * i) for i, dt in enumerate(slot_dtypes)]
+    init = [rounded(rng.standard_normal((P, F)) * 2, dt) for dt in slot_dtypes]
+    model = [x.astype(np.float64) for x in init]
+
+    def f32(v):
+        return np.asarray(v, np.float64).astype(np.float32).astype(np.float64)
+
+    insts = []
+    for kind, op, d, a, b, imm, rev, engine in steps:
+        fn = MODEL[op]
+        imm64 = float(np.float32(imm))
+        if kind == "tt":
+            insts.append(isa.TensorTensor(dst=slots[d], in0=slots[a], in1=slots[b], op=op, engine=engine))
+            value = f32(fn(model[a], model[b]))
+        elif kind == "ts":
+            insts.append(isa.TensorScalar(dst=slots[d], src=slots[a], op0=op, operand0=imm, reverse0=rev, engine=engine))
+            value = f32(fn(imm64, model[a]) if rev else fn(model[a], imm64))
+        elif kind == "stt":
+            insts.append(isa.ScalarTensorTensor(dst=slots[d], src=slots[a], op0=op, operand0=imm, op1="add", in1=slots[b], reverse1=rev, engine=engine))
+            first = f32(fn(model[a], imm64))
+            value = f32(model[b] + first)
+        else:
+            insts.append(isa.TensorCopy(dst=slots[d], src=slots[a], engine=engine))
+            value = model[a]
+        model[d] = rounded(value, slot_dtypes[d]).astype(np.float64)
+    run = execute(insts, preload=list(zip(slots, init)), fetch=slots)
+    for got, want, dt in zip(run.fetched, model, slot_dtypes):
+        np.testing.assert_array_equal(got.astype(np.float64), want, err_msg=dt)
