@@ -521,3 +521,17 @@ def test_reversed_bypass_broadcasts_the_operand():
     np.testing.assert_array_equal(run[0], np.repeat(col, 6, axis=1))
     run = execute([ScalarTensorTensor(dst=dst, src=src, op0="bypass", operand0=2.5, reverse0=True, op1="add", in1=src)], preload=[(src, x)], fetch=[dst])
     assert_bits_equal(run[0], ref_write(2.5 + f64(x), "float32"))
+
+
+def test_engine_access_patterns_have_int16_strides_and_uint16_counts():
+    from neuron_sim.isa import DmaCopy
+    from neuron_sim.memory.access_pattern import AccessPattern
+
+    wide = sb("uint8", 2, 70000)
+    err = rule_of(TensorCopy(dst=wide, src=sb("uint8", 2, 70000, offset=100000)))
+    assert err.rule == "ap.pattern_limits" and "count 70000" in str(err)
+    strided = AccessPattern("sbuf", "bfloat16", 0, 2, ((40000, 2), (1, 4)))
+    err = rule_of(TensorCopy(dst=sb("bfloat16", 2, 8, offset=200000), src=strided))
+    assert err.rule == "ap.pattern_limits" and "stride 40000" in str(err)
+    TensorCopy(dst=sb("uint8", 2, 65535), src=sb("uint8", 2, 65535, offset=100000)).validate(TRN2)
+    DmaCopy(dst=wide, src=sb("uint8", 2, 70000, offset=100000)).validate(TRN2)  # DMA descriptors are not limited

@@ -159,6 +159,24 @@ def check_onchip(ap: AccessPattern, arch: Architecture, role: str, compute: bool
         )
     if compute:
         check_partition_start(ap, arch, role)
+        check_pattern_limits(ap, role)
+
+
+# A compute engine's access pattern encodes each free dimension as [stride: int16, count: uint16]
+# in elements (trainium2_arch.rst, "access patterns"). DMA descriptors are not limited this way.
+STRIDE_RANGE = (-(1 << 15), (1 << 15) - 1)
+MAX_COUNT = (1 << 16) - 1
+
+
+def check_pattern_limits(ap: AccessPattern, role: str) -> None:
+    for stride, count in ap.free:
+        if count > MAX_COUNT or not STRIDE_RANGE[0] <= stride <= STRIDE_RANGE[1]:
+            raise ValidationError(
+                "ap.pattern_limits",
+                f"{role}: free dimension [stride {stride}, count {count}] of {ap.describe()} does not fit an engine "
+                f"access pattern (stride in [{STRIDE_RANGE[0]}, {STRIDE_RANGE[1]}] elements, count <= {MAX_COUNT}); "
+                "split the instruction or reshape the tile",
+            )
 
 
 def check_partition_start(ap: AccessPattern, arch: Architecture, role: str) -> None:
