@@ -85,8 +85,9 @@ def convert(values: np.ndarray, dtype) -> np.ndarray:
     """Convert computed values to ``dtype`` the way an engine's write port does.
 
     Floats: round to nearest even (ml_dtypes and numpy casts are RNE), via fp32 for the narrow
-    types; fp8 types saturate to their largest finite value instead of overflowing to inf/NaN. Integers: round half to even,
-    then saturate; NaN becomes 0. bool: nonzero is True.
+    types; fp8 types saturate to their largest finite value instead of overflowing to inf/NaN,
+    float16/bfloat16 overflow to inf. Integers: round half to even, then saturate; NaN becomes 0.
+    bool: nonzero is True.
     """
     name = dtype_name(dtype)
     target = _DTYPES[name]

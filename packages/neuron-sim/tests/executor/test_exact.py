@@ -173,9 +173,10 @@ def test_unbound_and_undersized_tensors():
 
 def test_hbm_access_to_a_tensor_outside_the_table():
     ex = ExactExecutor(TRN2)
-    inst = DmaCopy(dst=sb("float32", 1, 1), src=hb("ghost", "float32", (1, 1)))
-    with pytest.raises(ExecutionError, match="'ghost'"):
+    inst = DmaCopy(dst=sb("float32", 1, 1), src=hb("ghost", "float32", (1, 1)), location="k.py:1")
+    with pytest.raises(ExecutionError) as info:
         ex.run(Program("p", [], [inst]), {})
+    assert "'ghost'" in str(info.value) and "DMA_COPY at k.py:1" in str(info.value)
 
 
 def test_runtime_rule_errors_carry_the_instruction_location():
@@ -222,9 +223,10 @@ def test_dynamic_offsets_use_register_values():
 
 def test_missing_register_and_out_of_partition_offsets_are_clean_errors():
     dyn = AccessPattern("sbuf", "float32", 0, 2, ((1, 4),), offset=0, dynamic=(("r0", 1),))
-    program = Program("p", [], [TensorCopy(dst=sb("float32", 2, 4, offset=1024), src=dyn)])
-    with pytest.raises(ExecutionError, match="'r0'"):
+    program = Program("p", [], [TensorCopy(dst=sb("float32", 2, 4, offset=1024), src=dyn, location="loop.py:5")])
+    with pytest.raises(ExecutionError) as info:
         ExactExecutor(TRN2).run(program, {})
+    assert "'r0'" in str(info.value) and "TENSOR_COPY at loop.py:5" in str(info.value)
     ex = ExactExecutor(TRN2, uninitialized="error")
     ex.registers["r0"] = TRN2.sbuf_bytes_per_partition // 4 - 2  # last two elements + two past the end
     with pytest.raises(AccessPatternError) as info:

@@ -305,6 +305,7 @@ def _indirect(**kw):
     [
         (dict(direction="sideways"), "dma.indirect_direction", "'sideways'"),
         (dict(oob_mode="wrap"), "dma.oob_mode", "'wrap'"),
+        (dict(accumulate=True), "dma.indirect_accumulate", "'gather'"),
         (dict(dge="hwdge"), "dma.indirect_hwdge", "swdge"),
         (dict(dge="nonsense"), "dma.dge_mode", "'nonsense'"),
         (dict(table=sb("float32", 8, 4, offset=256)), "dma.indirect_table", "float32@SBUF"),

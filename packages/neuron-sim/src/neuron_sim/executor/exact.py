@@ -127,10 +127,10 @@ class ExactExecutor:
                 self._current = inst
                 try:
                     semantics.HANDLERS[type(inst)](self, inst)
-                except (ValidationError, ExecutionError) as err:
-                    if isinstance(err, ValidationError):
-                        raise err.at(inst.location) from None
-                    raise
+                except ValidationError as err:
+                    raise err.at(inst.location) from None
+                except ExecutionError as err:  # e.g. an unbound tensor or unset register: say where
+                    raise ExecutionError(f"{inst.opcode} at {inst.location or '?'}: {err}") from err
                 except NeuronSimError:
                     raise
                 except Exception as err:  # a bug or an unexpected operand: name the instruction

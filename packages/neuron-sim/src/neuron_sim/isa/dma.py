@@ -105,6 +105,9 @@ class DmaIndirect(DmaInstruction):
     def _validate(self, arch):
         if self.direction not in ("gather", "scatter"):
             raise ValidationError("dma.indirect_direction", f"direction must be 'gather' or 'scatter', got {self.direction!r}")
+        if self.accumulate and self.direction != "scatter":
+            # DMA compute accumulates into the HBM table; a gather has no accumulating form.
+            raise ValidationError("dma.indirect_accumulate", f"accumulate=True needs direction 'scatter', got {self.direction!r}")
         if self.oob_mode not in OOB_MODES:
             raise ValidationError("dma.oob_mode", f"oob_mode must be one of {OOB_MODES}, got {self.oob_mode!r}")
         if self.dge not in DGE_MODES:
