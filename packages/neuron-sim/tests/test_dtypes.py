@@ -250,3 +250,9 @@ def test_int_to_float_rounds_to_nearest():
     x = np.array([2**24 + 1, 2**24 + 3, -(2**31)], dtype=np.int32)
     got = dtypes.convert(x, "float32")
     assert got.tolist() == [2**24, 2**24 + 4, -(2**31)]
+
+
+def test_float16_round_half_to_even_cases():
+    x = np.array([1 + 2**-11, 1 + 3 * 2**-11, 65504.0, 65519.0, 65520.0], dtype=np.float32)
+    got = dtypes.convert(x, "float16").astype(np.float64).tolist()
+    assert got[:4] == [1.0, 1 + 2**-9, 65504.0, 65504.0] and math.isinf(got[4])
