@@ -58,3 +58,12 @@ def test_tensor_engine_ramps_up_after_idle():
 def test_model_flops_count_two_per_mac():
     timing = estimate(Program("mm", [], _matmuls(3), "trn2"), TRN2)
     assert timing.summary["model_flops"] == 3 * 2 * 128 * 128 * 512
+
+
+def test_fp8_double_row_contracts_twice_the_rows_in_the_time_of_one_bf16_pass():
+    fp8 = [Matmul(dst=ps("float32", 128, 512), stationary=sb("float8_e4m3", 128, 256), moving=sb("float8_e4m3", 128, 1024, offset=1024),
+                  perf_mode="double_row") for _ in range(200)]
+    timing = estimate(Program("mm", [], fp8, "trn2"), TRN2)
+    last = _mm_records(timing)[-1]
+    assert last.duration_ns == pytest.approx(TRN2.tensor.cycles_to_ns(512))
+    assert last.raw_flops == 2 * 256 * 128 * 512

@@ -31,7 +31,6 @@ class TensorEngineSpec:
     moving_fmax: int  # max moving free size per instruction (fp32 elements of one PSUM bank)
     min_moving_cycles: int  # the systolic pipeline's initiation interval floor
     fp32_slowdown: int  # fp32 matmuls run as several passes
-    fp8_speedup: int  # double-row FP8
     load_stationary_speedup: int  # fast LoadStationary relative to a MultiplyMoving of equal size
 
     @property

@@ -26,7 +26,6 @@ TRN3 = Architecture(
         moving_fmax=512,
         min_moving_cycles=64,
         fp32_slowdown=4,
-        fp8_speedup=2,
         load_stationary_speedup=4,
     ),
     vector=EngineSpec("vector", clock_hz=1.2e9, min_initiation_interval=64, static_overhead_cycles=60),
