@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 from _harness import best_of, report
-
 from neuron_sim import ExactExecutor, get_architecture
 from neuron_sim.programs import tiled_matmul
 

@@ -7,7 +7,6 @@ Baseline, measured in the same run: a bare pass that only asks every instruction
 from __future__ import annotations
 
 from _harness import best_of, report
-
 from neuron_sim import get_architecture
 from neuron_sim.programs import dependent_chain, tiled_matmul
 from neuron_sim.timing import estimate

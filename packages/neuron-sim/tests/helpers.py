@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-
 from neuron_sim import ExactExecutor, Program, TensorDecl, dtypes, get_architecture
 from neuron_sim.memory.access_pattern import HBM, PSUM, SBUF, AccessPattern, hbm, onchip
 

@@ -4,14 +4,12 @@ import os
 
 import numpy as np
 import pytest
-
+from helpers import TRN2, execute
 from neuron_sim import AccessPatternError, ProgramBuilder, ValidationError, dtypes
 from neuron_sim.builder import HbmTensor, Tile
 from neuron_sim.isa import DmaCopy, TensorScalar
 from neuron_sim.memory.access_pattern import HBM, SBUF
 from neuron_sim.program import TensorDecl
-
-from helpers import TRN2, execute
 
 ROW_BYTES = 4096
 

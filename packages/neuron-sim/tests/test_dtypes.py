@@ -5,13 +5,10 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import BF16, FP8_E4M3, FP8_E5M2, assert_bits_equal
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from neuron_sim import ValidationError, dtypes
-
-from helpers import BF16, FP8_E4M3, FP8_E4M3FN, FP8_E5M2, assert_bits_equal
-
 
 # --- independent references ---------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ class ValidationError(NeuronSimError, ValueError):
         where = f" (at {location})" if location else ""
         super().__init__(f"[{rule}] {message}{where}")
 
-    def at(self, location: str | None) -> "ValidationError":
+    def at(self, location: str | None) -> ValidationError:
         """The same error, attributed to ``location`` unless it already has one."""
         if location is None or self.location is not None:
             return self

@@ -58,7 +58,7 @@ class TensorDecl:
         return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "kind": self.kind}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TensorDecl":
+    def from_dict(cls, d: dict) -> TensorDecl:
         return cls(d["name"], tuple(d["shape"]), d["dtype"], d.get("kind", "input"))
 
 
@@ -126,7 +126,7 @@ class Program:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Program":
+    def from_dict(cls, d: dict) -> Program:
         return cls(
             name=d["name"],
             target=d.get("target", "trn2"),

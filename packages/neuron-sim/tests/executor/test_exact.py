@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-
+from helpers import BF16, TRN2, execute, hb, ps, sb
 from neuron_sim import (
     AccessPatternError,
     ExactExecutor,
@@ -22,8 +22,6 @@ from neuron_sim.executor import semantics
 from neuron_sim.isa import Activation, DmaCopy, DmaIndirect, Matmul, TensorCopy, TensorScalar
 from neuron_sim.memory.access_pattern import AccessPattern
 from neuron_sim.programs import dependent_chain, hbm_to_sbuf_copy, tiled_matmul
-
-from helpers import BF16, TRN2, execute, hb, ps, sb
 
 HERE = os.path.basename(__file__)
 

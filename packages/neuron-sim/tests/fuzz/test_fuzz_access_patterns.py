@@ -8,7 +8,6 @@ index arithmetic says; serialization round-trips.
 import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
 from neuron_sim import AccessPatternError, NeuronSimError, dtypes
 from neuron_sim.builder import HbmTensor, Tile
 from neuron_sim.memory import OnChipMemory

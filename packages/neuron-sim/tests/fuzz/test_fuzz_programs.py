@@ -11,14 +11,12 @@ import json
 import warnings
 
 import numpy as np
+from helpers import TRN2, TRN3, execute, rounded, sb
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-
 from neuron_sim import ExactExecutor, ExecutionError, NeuronSimError, Program, TensorDecl, ValidationError, dtypes, isa
 from neuron_sim.isa import ops
 from neuron_sim.memory.access_pattern import AccessPattern
-
-from helpers import TRN2, TRN3, execute, rounded, sb
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -289,7 +287,7 @@ def test_random_programs_give_a_result_or_a_clean_error(instructions, arch, unin
             continue
         except Exception as err:  # noqa: BLE001 - validate may only raise rule errors
             crash_free(err)
-            raise AssertionError(f"validate raised a non-validation error: {err!r}")
+            raise AssertionError(f"validate raised a non-validation error: {err!r}") from err
         valid.append(inst)
         event(f"valid {inst.opcode}")  # --hypothesis-show-statistics shows what the fuzz reaches
     program = Program("fuzz", list(TENSORS), valid, arch.name)

@@ -2,12 +2,10 @@
 
 import numpy as np
 import pytest
-
+from helpers import BF16, FP8_E4M3FN, FP8_E5M2, TRN2, assert_bits_equal, execute, hb, ps, sb
 from neuron_sim import AccessPatternError, ValidationError
 from neuron_sim.isa import DmaCopy, DmaIndirect, DmaTranspose
 from neuron_sim.memory.access_pattern import AccessPattern
-
-from helpers import BF16, FP8_E4M3FN, FP8_E5M2, TRN2, assert_bits_equal, execute, hb, ps, sb
 
 RNG = np.random.default_rng(0)
 

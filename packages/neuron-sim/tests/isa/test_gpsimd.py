@@ -2,11 +2,9 @@
 
 import numpy as np
 import pytest
-
+from helpers import BF16, TRN2, assert_bits_equal, execute, ps, rounded, sb
 from neuron_sim import AccessPatternError, ValidationError
 from neuron_sim.isa import AffineSelect, Iota, LocalGather, PartitionReduce
-
-from helpers import BF16, TRN2, assert_bits_equal, execute, ps, rounded, sb
 
 RNG = np.random.default_rng(4)
 

@@ -4,11 +4,9 @@ import math
 
 import numpy as np
 import pytest
-
+from helpers import TRN2, assert_bits_equal, execute, ps, rounded, sb
 from neuron_sim import ValidationError
 from neuron_sim.isa import Activation
-
-from helpers import TRN2, assert_bits_equal, execute, ps, rounded, sb
 
 RNG = np.random.default_rng(3)
 P, F = 8, 40

@@ -5,12 +5,10 @@ import json
 
 import numpy as np
 import pytest
-
+from helpers import TRN2, execute, hb, ps, sb
 from neuron_sim import Program, TensorDecl, ValidationError, isa
 from neuron_sim.isa import OPCODES, Instruction
 from neuron_sim.memory.access_pattern import AccessPattern
-
-from helpers import TRN2, execute, hb, ps, sb
 
 A = sb("float32", 32, 8)
 B = sb("float32", 32, 8, offset=256)

@@ -2,11 +2,9 @@
 
 import numpy as np
 import pytest
-
-from neuron_sim import ValidationError
-from neuron_sim.isa import Barrier, ENGINES, SemaphoreSignal, SemaphoreWait, TensorScalar
-
 from helpers import TRN2, execute, sb
+from neuron_sim import ValidationError
+from neuron_sim.isa import ENGINES, Barrier, SemaphoreSignal, SemaphoreWait, TensorScalar
 
 
 @pytest.mark.parametrize("cls", [SemaphoreSignal, SemaphoreWait])

@@ -2,12 +2,10 @@
 
 import numpy as np
 import pytest
-
+from helpers import BF16, TRN2, TRN3, assert_bits_equal, execute, ps, sb
 from neuron_sim import ValidationError, dtypes
 from neuron_sim.isa import Matmul, Transpose
 from neuron_sim.memory.access_pattern import AccessPattern
-
-from helpers import BF16, TRN2, TRN3, assert_bits_equal, execute, ps, sb
 
 RNG = np.random.default_rng(1)
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-
+from helpers import BF16, TRN2, assert_bits_equal, execute, ps, rounded, sb
 from neuron_sim import AccessPatternError, ValidationError, dtypes
 from neuron_sim.isa import (
     BnAggr,
@@ -18,8 +18,6 @@ from neuron_sim.isa import (
     TensorScalar,
     TensorTensor,
 )
-
-from helpers import BF16, TRN2, assert_bits_equal, execute, ps, rounded, sb
 
 RNG = np.random.default_rng(2)
 P, F = 16, 24

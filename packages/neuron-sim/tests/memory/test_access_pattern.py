@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from neuron_sim import AccessPatternError, dtypes
 from neuron_sim.memory.access_pattern import HBM, PSUM, SBUF, AccessPattern, hbm, onchip
 

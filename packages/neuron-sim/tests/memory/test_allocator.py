@@ -1,7 +1,6 @@
 """OnChipAllocator: first fit within each partition, alignment, PSUM banks, capacity errors."""
 
 import pytest
-
 from neuron_sim import ProgramBuilder, ValidationError, get_architecture
 from neuron_sim.memory.allocator import OnChipAllocator
 

@@ -4,7 +4,6 @@ import ctypes
 
 import numpy as np
 import pytest
-
 from neuron_sim import AccessPatternError, Hbm, NeuronSimError, OutOfMemoryError
 from neuron_sim.memory.hbm import ALIGNMENT, POISON_BYTE
 

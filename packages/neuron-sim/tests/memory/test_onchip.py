@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from neuron_sim import UninitializedReadError, ValidationError
 from neuron_sim.memory import OnChipMemory
 from neuron_sim.memory.access_pattern import SBUF, AccessPattern, onchip

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from helpers import TRN2, hb, sb
-
 from neuron_sim import Program, TensorDecl
 from neuron_sim.isa import Activation, DmaCopy, TensorCopy, TensorScalar
 from neuron_sim.timing import estimate

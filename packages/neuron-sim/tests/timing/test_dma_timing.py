@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from helpers import TRN2, hb, sb
-
 from neuron_sim import Program, TensorDecl
 from neuron_sim.isa import DmaCopy
 from neuron_sim.timing import estimate

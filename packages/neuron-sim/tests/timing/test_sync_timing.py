@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from helpers import TRN2, sb
-
 from neuron_sim import Program, ValidationError
 from neuron_sim.isa import Activation, Barrier, SemaphoreSignal, SemaphoreWait, TensorScalar
 from neuron_sim.timing import estimate

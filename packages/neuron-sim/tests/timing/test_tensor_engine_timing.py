@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from helpers import TRN2, ps, sb
-
 from neuron_sim import Program
 from neuron_sim.isa import Matmul
 from neuron_sim.timing import estimate

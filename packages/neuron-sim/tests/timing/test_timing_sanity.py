@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from neuron_sim import get_architecture
 from neuron_sim.programs import dependent_chain, hbm_to_sbuf_copy, tiled_matmul
 from neuron_sim.timing import estimate

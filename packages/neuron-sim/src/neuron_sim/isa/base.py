@@ -32,7 +32,7 @@ ENGINE_WRITES = {
     "gpsimd": (SBUF,),
 }
 
-OPCODES: dict[str, type["Instruction"]] = {}
+OPCODES: dict[str, type[Instruction]] = {}
 
 
 @dataclass(kw_only=True, eq=False)
@@ -89,7 +89,7 @@ class Instruction:
         return d
 
     @staticmethod
-    def from_dict(d: dict) -> "Instruction":
+    def from_dict(d: dict) -> Instruction:
         key = "opcode" if "opcode" in d else "op"  # "op": the layout written before the rename
         cls = OPCODES.get(d.get(key))
         if cls is None:

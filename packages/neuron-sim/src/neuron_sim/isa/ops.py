@@ -12,7 +12,6 @@ import numpy as np
 
 from ..errors import ValidationError
 
-
 ARITHMETIC_OPS = {
     "add": np.add,
     "subtract": np.subtract,

@@ -22,6 +22,8 @@ from ..errors import AccessPatternError
 SBUF, PSUM, HBM = "sbuf", "psum", "hbm"
 MEMORIES = (SBUF, PSUM, HBM)
 MAX_FREE_DIMS = 4
+DEPENDENCY_BLOCK = 64  # bytes per partition; the timing model's on-chip dependency granularity
+_SIGNATURES: dict[tuple, int] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +41,11 @@ class AccessPattern:
     itemsize: int = field(init=False, repr=False, compare=False)
     free_size: int = field(init=False, repr=False, compare=False)  # elements per partition
     _span: tuple[int, int] = field(init=False, repr=False, compare=False)
-    # What an instruction's cost can depend on: memory, dtype, partitions and free pattern.
-    cost_signature: tuple = field(init=False, repr=False, compare=False)
+    # What an instruction's cost can depend on (memory, dtype, partitions, free pattern), interned
+    # to a small int so cost memo keys hash fast.
+    cost_signature: int = field(init=False, repr=False, compare=False)
+    # On chip: the range of 64-byte dependency blocks touched in each partition (timing model).
+    dependency_blocks: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.memory not in MEMORIES:
@@ -56,7 +61,7 @@ class AccessPattern:
                 "ap.too_many_dims",
                 f"an access pattern has at most {MAX_FREE_DIMS} free dimensions, got {len(self.free)}: {list(self.free)}",
             )
-        for stride, count in self.free:
+        for _, count in self.free:
             if count <= 0:
                 raise AccessPatternError("ap.empty", f"free dimension count must be positive, got {list(self.free)}")
         if self.offset < 0:
@@ -79,9 +84,10 @@ class AccessPattern:
             n *= count
         object.__setattr__(self, "free_size", n)
         object.__setattr__(self, "_span", self._compute_byte_span())
-        object.__setattr__(
-            self, "cost_signature", (self.memory, self.dtype, self.partition_start, self.partition_count, self.free)
-        )
+        signature = (self.memory, self.dtype, self.partition_start, self.partition_count, self.free)
+        object.__setattr__(self, "cost_signature", _SIGNATURES.setdefault(signature, len(_SIGNATURES)))
+        lo, hi = self._span
+        object.__setattr__(self, "dependency_blocks", (lo // DEPENDENCY_BLOCK, (hi - 1) // DEPENDENCY_BLOCK + 1))
 
     # --- shape -----------------------------------------------------------------------------
     @property
@@ -224,7 +230,7 @@ class AccessPattern:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "AccessPattern":
+    def from_dict(cls, d: dict) -> AccessPattern:
         return cls(
             memory=d["m"],
             dtype=d["t"],

@@ -22,7 +22,7 @@ class _Intervals:
         self.starts: list[float] = starts if starts is not None else []
         self.ends: list[float] = ends if ends is not None else []
 
-    def copy(self) -> "_Intervals":
+    def copy(self) -> _Intervals:
         return _Intervals(self.starts[:], self.ends[:])
 
     def earliest(self, t: float, duration: float) -> float:
@@ -62,10 +62,17 @@ class DmaEngines:
     def __init__(self, count: int):
         shared = _Intervals()
         self._lists: list[_Intervals] = [shared] * count
+        self._uniform = True  # all engines hold the same list object
 
     def reserve(self, first: int, count: int, ready: float, duration: float) -> float:
         """Book ``duration`` ns on engines [first, first+count) at the earliest time >= ready."""
         lists = self._lists
+        if count == len(lists) and self._uniform:  # every engine shares one history: the common case
+            shared = lists[0]
+            t = shared.earliest(ready, duration)
+            shared.insert(t, t + duration)
+            return t
+        self._uniform = False
         span = lists[first : first + count]
         distinct = list({id(x): x for x in span}.values())
         t = ready
@@ -80,9 +87,6 @@ class DmaEngines:
                     if t2 != t:
                         t, moved = t2, True
         end = t + duration
-        if count == len(lists) and len(distinct) == 1:
-            distinct[0].insert(t, end)
-            return t
         for intervals in distinct:
             holders = [i for i, x in enumerate(lists) if x is intervals]
             if all(first <= i < first + count for i in holders):

@@ -17,6 +17,8 @@ records are kept as tuples until someone asks for record objects.
 
 from __future__ import annotations
 
+import gc
+
 from ..arch import Architecture, get_architecture
 from ..errors import ValidationError
 from ..isa import Barrier, SemaphoreSignal
@@ -64,14 +66,15 @@ def _record(read_blocks, write_blocks, end: float, by: str) -> None:
 
 
 def schedule(program: Program, arch: Architecture) -> TimingResult:
-    lowering = Lowering(program, arch)
-    lower = lowering.lower
+    lower = Lowering(program, arch).lower
     sync_ns = arch.dma.semaphore_update_ns
     dma_fixed = arch.dma.fixed_latency_ns
     engine_free = {e: 0.0 for e in TRACKS}
     queue_free: dict[str, float] = {}
     dma_engines = DmaEngines(arch.dma.engines)
     semaphores: dict[str, list[float]] = {}
+    # Compact rows: (index, kind, cost entry, start, end, wait, waited_on, extra); records.py
+    # expands them into InstructionRecords on demand.
     rows: list[tuple] = []
     dma_records: list[DmaRecord] = []
     sem_updates: list[SemaphoreUpdate] = []
@@ -81,10 +84,11 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
     append = rows.append
 
     for idx, inst in enumerate(program.instructions):
-        e = lower(idx, inst)
+        e = lower(inst)
         kind = e[0]
         if kind == COMPUTE:
-            _, _, opcode, engine, track, issue, latency, sr, sw, pr, pw, mode, rb, wb = e
+            _, cost, rb, wb = e
+            _, engine, track, issue, latency = cost[:5]
             ready, by = _ready(rb, wb)
             if by and by != track and ready > 0:
                 ready += sync_ns
@@ -97,14 +101,18 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
             engine_free[engine] = end
             if end > last_end:
                 last_end = end
-            append((idx, opcode, engine, track, start, end, wait, by, 0, 0, sr, sw, pr, pw, 0, 0.0, 0, mode))
+            append((idx, COMPUTE, cost, start, end, wait, by, None))
             _record(rb, wb, end + latency, track)
         elif kind == TENSOR:
-            (_, _, opcode, ls_ns, mm_ns, st_bytes, sr, pr, pw, raw, adjusted, tflops, mode, stb, rb, wb) = e
+            _, cost, stb, rb, wb = e
+            ls_ns, mm_ns = cost[1], cost[2]
             # LoadStationary needs only the stationary tile; MultiplyMoving needs the moving tile
             # and its PSUM destination.
-            ls_ready, ls_by = _ready(stb, ())
-            if ls_by and ls_by != "TensorMatrix" and ls_ready > 0:
+            wend, wby, _, lo, hi = stb[0]
+            ends = wend[lo:hi]
+            ls_ready = max(ends)
+            ls_by = wby[lo + ends.index(ls_ready)] if ls_ready > 0 else ""
+            if ls_by and ls_by != "TensorMatrix":
                 ls_ready += sync_ns
             mm_ready, mm_by = _ready(rb, wb)
             if mm_by and mm_by != "TensorMatrix" and mm_ready > 0:
@@ -116,29 +124,26 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
             mm_free = engine_free["tensor"]
             mm_start = max(ls_end, mm_free, mm_ready)
             wait = mm_start - mm_free
-            by = (ls_by if ls_ready > ls_allowed else "TensorE") if ls_end >= mm_ready else mm_by
+            by = ((ls_by if ls_ready > ls_allowed else "TensorE") if ls_end >= mm_ready else mm_by) if wait else ""
             if mm_start - mm_last_end > THROTTLE_IDLE_NS:
                 throttle_start = mm_start
             ramp = (mm_start - throttle_start) / THROTTLE_RAMP_NS
-            if ramp < 1.0:  # starts at 50% utilization, ramps to 100%
-                mm_end = mm_start + mm_ns * (2.0 - ramp)
-                mode = mode or "throttled"
-            else:
-                mm_end = mm_start + mm_ns
+            throttled = ramp < 1.0
+            # dI/dt throttling: starts at 50% utilization after idling, ramps to 100%.
+            mm_end = mm_start + (mm_ns * (2.0 - ramp) if throttled else mm_ns)
             engine_free["tensor"] = mm_end
             mm_prev_start = mm_start
             mm_last_end = mm_end
             if mm_end > last_end:
                 last_end = mm_end
-            append((idx, "LDWEIGHTS", "tensor", "TensorE", ls_start, ls_end, 0.0, "", 0, 0, st_bytes, 0, 0, 0, 0, 0.0, 0, ""))
-            append((idx, opcode, "tensor", "TensorMatrix", mm_start, mm_end, wait, by if wait else "",
-                    0, 0, sr, 0, pr, pw, raw, adjusted, tflops, mode))
+            append((idx, TENSOR, cost, mm_start, mm_end, wait, by, (ls_start, ls_end, throttled)))
             # PSUM accumulates next to the array: the next matmul into the same bank need not
             # wait; consumers on other engines pay the semaphore hop.
             _record(stb + rb, wb, mm_end, "TensorMatrix")
         elif kind == DMA:
-            (_, _, trigger, queue, issue, first, nengines, duration, hbm_r, hbm_w, sbuf_r, sbuf_w,
-             nbytes, source, dest, rb, wb) = e
+            _, cost, rb, wb = e
+            trigger, issue, first, nengines, duration = cost[1:6]
+            queue = inst.queue
             ready, by = _ready(rb, wb)
             if by and by != queue and ready > 0:
                 ready += sync_ns
@@ -159,13 +164,11 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
             done = data_end + sync_ns
             if done > last_end:
                 last_end = done
-            append((idx, inst.opcode, "dma", queue, t_start, done, wait, by, hbm_r, hbm_w, sbuf_r, sbuf_w,
-                    0, 0, 0, 0.0, 0, ""))
-            dma_records.append(DmaRecord(idx, queue, first, data_start, data_end, nbytes, source, dest))
+            append((idx, DMA, cost, t_start, done, wait, by, queue))
+            dma_records.append(DmaRecord(idx, queue, first, data_start, data_end, cost[10], cost[11], cost[12]))
             sem_updates.append(SemaphoreUpdate(done, queue, len(dma_records), "DMA", idx))
             _record(rb, wb, done, queue)
         else:
-            assert kind == SYNC
             engine = inst.engine
             track = TRACKS[engine]
             spec = arch.engine(engine) if engine != "tensor" else arch.sync
@@ -177,15 +180,14 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
                 for name in engine_free:
                     engine_free[name] = end
                 ls_free = mm_prev_start = end
-                row = (idx, inst.opcode, engine, track, free, end, start - free, "barrier")
+                start, wait, by = free, end - cost - free, "barrier"
             elif isinstance(inst, SemaphoreSignal):
                 # The increment lands when this engine's earlier instructions have finished.
-                end = free + cost
+                start, end, wait, by = free, free + cost, 0.0, ""
                 history = semaphores.setdefault(inst.semaphore, [])
                 history.extend([end] * inst.value)
                 sem_updates.append(SemaphoreUpdate(end, inst.semaphore, len(history), track, idx))
                 engine_free[engine] = end
-                row = (idx, inst.opcode, engine, track, free, end, 0.0, "")
             else:
                 history = semaphores.get(inst.semaphore, [])
                 if len(history) < inst.value:
@@ -199,17 +201,26 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
                 start = max(free, ready)
                 end = start + cost
                 engine_free[engine] = end
-                row = (idx, inst.opcode, engine, track, start, end, max(0.0, ready - free), inst.semaphore)
-            append(row + (0, 0, 0, 0, 0, 0, 0, 0.0, 0, ""))
+                wait, by = max(0.0, ready - free), inst.semaphore
+            append((idx, SYNC, (inst.opcode, engine, track), start, end, wait, by, None))
             if end > last_end:
                 last_end = end
 
-    locations = [inst.location or "" for inst in program.instructions]
-    result = TimingResult.from_rows(last_end, rows, locations, dma_records, sem_updates)
+    result = TimingResult(last_end, rows, [inst.location or "" for inst in program.instructions],
+                          dma_records, sem_updates)
     result.summary = summarize(result, arch)
     return result
 
 
 def estimate(program: Program, arch: Architecture | None = None) -> TimingResult:
     """Schedule ``program`` and return its device timeline and summary."""
-    return schedule(program, arch or get_architecture(program.target))
+    arch = arch or get_architecture(program.target)
+    # Scheduling allocates tens of thousands of small tuples and no reference cycles; letting the
+    # cyclic collector rescan the growing heap meanwhile costs a third of the run.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return schedule(program, arch)
+    finally:
+        if paused:
+            gc.enable()

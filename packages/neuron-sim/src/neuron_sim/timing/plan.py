@@ -1,7 +1,7 @@
 """Lowering a program to a timing plan: what each instruction costs and which memory it touches.
 
-The plan is everything the scheduler needs, precomputed into flat tuples so the scheduling loop
-does no attribute lookups, isinstance chains or cost formulas. Costs depend only on an
+The plan is everything the scheduler needs as flat tuples, so the scheduling loop does no
+attribute lookups, isinstance chains or cost formulas. Costs depend only on an
 instruction's operand shapes, dtypes and memories, so they are memoized on that signature: a
 program that repeats the same tile operations (every tiled kernel does) pays for each formula once.
 """
@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from ..arch import Architecture
 from ..isa import Barrier, DmaInstruction, Matmul, SemaphoreSignal, SemaphoreWait, Transpose
-from ..memory.access_pattern import HBM, PSUM, SBUF, AccessPattern
+from ..memory.access_pattern import DEPENDENCY_BLOCK, HBM, PSUM, SBUF, AccessPattern
 from ..program import Program
 from .costs import compute_cost, tensor_costs
 from .dma import efficiency, plan_dma
+from .records import COMPUTE, DMA, SYNC, TENSOR
 
-ONCHIP_BLOCK = 64
-MAX_HBM_BLOCKS = 4096
+ONCHIP_BLOCK = DEPENDENCY_BLOCK
+MAX_HBM_BLOCKS = 256  # HBM dependencies are rare (inputs are read-only); coarse blocks keep scans short
 TRACKS = {"tensor": "TensorMatrix", "vector": "Vector", "scalar": "Scalar", "gpsimd": "GpSimd", "sync": "Sync"}
 
-COMPUTE, TENSOR, DMA, SYNC = range(4)
 _SYNC_TYPES = (SemaphoreSignal, SemaphoreWait, Barrier)
+_SYNC_ENTRY = (SYNC,)
 
 
 class Region:
@@ -46,17 +47,24 @@ class Lowering:
         self.hbm = {
             t.name: Region(t.nbytes, max(ONCHIP_BLOCK, -(-t.nbytes // MAX_HBM_BLOCKS))) for t in program.tensors
         }
+        # Nothing writes an input tensor (Program.validate forbids it), so reading one can never
+        # wait for anything nor make a later write wait: such reads need no tracking.
+        self.read_only = {t.name for t in program.tensors if t.kind == "input"}
         self._memo: dict[tuple, tuple] = {}
 
     def blocks(self, ap: AccessPattern) -> tuple:
         """(write_end, write_by, read_end, lo, hi) for the blocks the pattern touches."""
-        region = self.hbm[ap.tensor] if ap.tensor is not None else self.onchip[ap.memory]
-        if ap.dynamic:  # run-time offset: any block of the memory may be touched
-            lo, hi = 0, region.nblocks
+        if ap.tensor is None:
+            region = self.onchip[ap.memory]
+            lo, hi = (0, region.nblocks) if ap.dynamic else ap.dependency_blocks
         else:
-            lo, hi = ap._span
-            b = region.block
-            lo, hi = lo // b, min(region.nblocks, (hi - 1) // b + 1)
+            region = self.hbm[ap.tensor]
+            if ap.dynamic:  # run-time offset: any block of the tensor may be touched
+                lo, hi = 0, region.nblocks
+            else:
+                lo, hi = ap._span
+                b = region.block
+                lo, hi = lo // b, min(region.nblocks, (hi - 1) // b + 1)
         return (region.write_end, region.write_by, region.read_end, lo, hi)
 
     def _memoized(self, key, compute):
@@ -65,44 +73,59 @@ class Lowering:
             value = self._memo[key] = compute()
         return value
 
-    def lower(self, idx: int, inst) -> tuple:
+    def lower(self, inst) -> tuple:
+        """(kind, cost entry, ...dependency blocks) for one instruction.
+
+        COMPUTE: (kind, cost, read_blocks, write_blocks); TENSOR: (kind, cost, stationary_blocks,
+        read_blocks, write_blocks); DMA: (kind, cost, read_blocks, write_blocks); SYNC: (kind,).
+        Cost entries are shared between instructions with the same signature.
+        """
         cls = type(inst)
         if cls in _SYNC_TYPES:
-            return (SYNC, idx, inst)
+            return _SYNC_ENTRY
         blocks = self.blocks
         reads, writes = inst.reads(), inst.writes()
         sig = [ap.cost_signature for ap in reads]
         sig += [ap.cost_signature for ap in writes]
-        wb = tuple([blocks(ap) for ap in writes])
+        wb = [blocks(ap) for ap in writes]
+        # An operand both read and written (accumulation) needs only the write checks: they
+        # already wait for its last writer (RAW) and readers (WAR).
+        read_only = self.read_only
+        if len(writes) == 1:
+            w0 = writes[0]
+            dep_reads = [ap for ap in reads if ap is not w0 and ap.tensor not in read_only]
+        else:
+            dep_reads = [ap for ap in reads if all(ap is not w for w in writes) and ap.tensor not in read_only]
+        memo = self._memo
         if cls is Matmul or (cls is Transpose and inst.engine == "tensor"):
             stationary = inst.stationary if cls is Matmul else inst.src
             key = (cls, getattr(inst, "perf_mode", ""), *sig)
-            p = self._memo.get(key) or self._memoized(key, lambda: self._tensor_entry(inst, reads, stationary))
-            rest = tuple([blocks(ap) for ap in reads if ap is not stationary])
-            return (TENSOR, idx, inst.opcode) + p + ((blocks(stationary),), rest, wb)
-        rb = tuple([blocks(ap) for ap in reads])
+            cost = memo.get(key) or self._memoized(key, lambda: self._tensor_entry(inst, reads, stationary))
+            return (TENSOR, cost, [blocks(stationary)], [blocks(ap) for ap in dep_reads if ap is not stationary], wb)
+        rb = [blocks(ap) for ap in dep_reads]
         if isinstance(inst, DmaInstruction):
             key = (cls, inst.engine, inst.dge, *sig)
-            p = self._memo.get(key) or self._memoized(key, lambda: self._dma_entry(inst))
-            return (DMA, idx, inst.engine, inst.queue) + p + (rb, wb)
+            cost = memo.get(key) or self._memoized(key, lambda: self._dma_entry(inst))
+            return (DMA, cost, rb, wb)
         key = (cls, inst.engine, getattr(inst, "op", None), getattr(inst, "reduce_op", None),
                getattr(inst, "value", None), *sig)
-        p = self._memo.get(key) or self._memoized(key, lambda: self._compute_entry(inst, reads, writes))
-        return (COMPUTE, idx, inst.opcode, inst.engine, TRACKS[inst.engine]) + p + (rb, wb)
+        cost = memo.get(key) or self._memoized(key, lambda: self._compute_entry(inst, reads, writes))
+        return (COMPUTE, cost, rb, wb)
 
     # --- cost entries (memoized) ----------------------------------------------------------------
     def _compute_entry(self, inst, reads, writes) -> tuple:
         cost = compute_cost(inst, self.arch)
         sr, pr = _bytes(reads)
         sw, pw = _bytes(writes)
-        return (cost.issue_ns, cost.latency_ns, sr, sw, pr, pw, cost.performance_mode)
+        return (inst.opcode, inst.engine, TRACKS[inst.engine], cost.issue_ns, cost.latency_ns, sr, sw, pr, pw,
+                cost.performance_mode)
 
     def _tensor_entry(self, inst, reads, stationary) -> tuple:
         cost = tensor_costs(inst, self.arch)
         st_bytes = stationary.partition_count * stationary.free_size * stationary.itemsize
         sr, pr = _bytes(reads)
         pw = inst.dst.partition_count * inst.dst.free_size * inst.dst.itemsize
-        return (cost.load_stationary_ns, cost.multiply_ns, st_bytes, sr - st_bytes, pr, pw,
+        return (inst.opcode, cost.load_stationary_ns, cost.multiply_ns, st_bytes, sr - st_bytes, pr, pw,
                 cost.raw_flops, cost.adjusted_flops, cost.transpose_flops, cost.performance_mode)
 
     def _dma_entry(self, inst) -> tuple:
@@ -117,7 +140,7 @@ class Lowering:
         else:
             spec = arch.engine(inst.engine) if inst.engine != "tensor" else arch.sync
             issue = spec.cycles_to_ns(spec.min_initiation_interval)
-        return (issue, plan.first_engine, plan.engines, plan.engine_time_ns(arch, efficiency(inst)),
+        return (inst.opcode, inst.engine, issue, plan.first_engine, plan.engines, plan.engine_time_ns(arch, efficiency(inst)),
                 plan.hbm_read_bytes, plan.hbm_write_bytes, plan.sbuf_read_bytes, plan.sbuf_write_bytes,
                 plan.total_bytes, plan.source, plan.dest)
 

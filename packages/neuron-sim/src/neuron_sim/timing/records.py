@@ -71,19 +71,13 @@ class SemaphoreUpdate:
         return asdict(self)
 
 
-ROW_FIELDS = (
-    "index", "opcode", "engine", "timeline_track", "start_ts", "end_ts", "evt_wait_time_ns", "waited_on",
-    "hbm_read_bytes", "hbm_write_bytes", "sbuf_read_bytes", "sbuf_write_bytes", "psum_read_bytes",
-    "psum_write_bytes", "raw_flops", "adjusted_flops", "transpose_flops", "performance_mode",
-)
-
-
 @dataclass
 class TimingResult:
     """The device timeline of one program on one NeuronCore.
 
-    Instruction records are kept as compact rows (``ROW_FIELDS`` order) and turned into
-    InstructionRecord objects only when someone asks for ``instructions``.
+    The scheduler keeps compact rows ``(index, kind, cost entry, start, end, wait, waited_on,
+    extra)``; they become InstructionRecord objects (a matmul gives two: LDWEIGHTS and MATMUL)
+    only when someone asks for ``instructions``.
     """
 
     total_ns: float
@@ -94,20 +88,43 @@ class TimingResult:
     summary: dict = field(default_factory=dict)
     _records: list[InstructionRecord] | None = field(default=None, repr=False)
 
-    @classmethod
-    def from_rows(cls, total_ns, rows, locations, dma, semaphores) -> "TimingResult":
-        return cls(total_ns, rows, locations, dma, semaphores)
-
     @property
     def instructions(self) -> list[InstructionRecord]:
         if self._records is None:
-            locs = self.locations
-            self._records = [InstructionRecord(*row, nki_source_location=locs[row[0]]) for row in self.rows]
+            self._records = [rec for row in self.rows for rec in expand_row(row, self.locations[row[0]])]
         return self._records
 
-    def with_operands(self, program) -> "TimingResult":
+    def with_operands(self, program) -> TimingResult:
         """Fill each record's ``operands`` text from the program (for display and export)."""
         for rec in self.instructions:
             if not rec.operands:
                 rec.operands = program.instructions[rec.index].describe()
         return self
+
+
+# Row kinds (the scheduler's dispatch codes).
+COMPUTE, TENSOR, DMA, SYNC = range(4)
+
+
+def expand_row(row: tuple, location: str) -> list[InstructionRecord]:
+    idx, kind, cost, start, end, wait, by, extra = row
+    if kind == COMPUTE:
+        opcode, engine, track, _, _, sr, sw, pr, pw, mode = cost
+        return [InstructionRecord(idx, opcode, engine, track, start, end, wait, by, 0, 0, sr, sw, pr, pw,
+                                  performance_mode=mode, nki_source_location=location)]
+    if kind == TENSOR:
+        opcode, _, _, st_bytes, sr, pr, pw, raw, adjusted, tflops, mode = cost
+        ls_start, ls_end, throttled = extra
+        return [
+            InstructionRecord(idx, "LDWEIGHTS", "tensor", "TensorE", ls_start, ls_end, 0.0, "", sbuf_read_bytes=st_bytes,
+                              nki_source_location=location),
+            InstructionRecord(idx, opcode, "tensor", "TensorMatrix", start, end, wait, by, 0, 0, sr, 0, pr, pw, raw,
+                              adjusted, tflops, mode or ("throttled" if throttled else ""), nki_source_location=location),
+        ]
+    if kind == DMA:
+        opcode = cost[0]
+        hbm_r, hbm_w, sbuf_r, sbuf_w = cost[6:10]
+        return [InstructionRecord(idx, opcode, "dma", extra, start, end, wait, by, hbm_r, hbm_w, sbuf_r, sbuf_w,
+                                  nki_source_location=location)]
+    opcode, engine, track = cost
+    return [InstructionRecord(idx, opcode, engine, track, start, end, wait, by, nki_source_location=location)]

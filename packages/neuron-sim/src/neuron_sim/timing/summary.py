@@ -12,15 +12,10 @@ from collections import Counter
 import numpy as np
 
 from ..arch import Architecture
-from .records import TimingResult
+from .records import COMPUTE, DMA, SYNC, TENSOR, TimingResult
 
-ENGINE_TRACKS = {
-    "tensor": ("TensorMatrix",),
-    "vector": ("Vector",),
-    "scalar": ("Scalar",),
-    "gpsimd": ("GpSimd",),
-    "sync": ("Sync",),
-}
+# Engines whose busy time is reported (TensorE counts MultiplyMoving, the "TensorMatrix" track).
+ENGINE_TRACKS = ("tensor", "vector", "scalar", "gpsimd", "sync")
 
 
 def merged_busy_ns(starts, ends) -> float:
@@ -40,15 +35,40 @@ def merged_busy_ns(starts, ends) -> float:
 
 def summarize(result: TimingResult, arch: Architecture) -> dict:
     total = result.total_ns
-    rows = result.rows
-    columns = list(zip(*rows)) if rows else [()] * 18
-    tracks = np.array(columns[3], dtype=object)
-    starts = np.array(columns[4], dtype=np.float64)
-    ends = np.array(columns[5], dtype=np.float64)
-    counts = Counter(engine for opcode, engine in zip(columns[1], columns[2]) if opcode != "LDWEIGHTS")
-    hbm_r, hbm_w, sbuf_r, sbuf_w, psum_r, psum_w, model_flops, adjusted_flops, transpose_flops = (
-        sum(columns[i]) for i in range(8, 17)
-    )
+    intervals: dict[str, tuple[list[float], list[float]]] = {e: ([], []) for e in ENGINE_TRACKS}
+    counts: Counter = Counter()
+    uses: Counter = Counter()  # how many rows share each cost entry (entries are memoized)
+    entries: dict[int, tuple] = {}
+    for row in result.rows:
+        kind, cost = row[1], row[2]
+        engine = "tensor" if kind == TENSOR else "dma" if kind == DMA else cost[1]
+        counts[engine] += 1
+        if kind != DMA:
+            starts, ends = intervals[engine]
+            starts.append(row[3])
+            ends.append(row[4])
+        if kind != SYNC:
+            key = id(cost)
+            uses[key] += 1
+            entries[key] = (kind, cost)
+    totals = dict.fromkeys(
+        ("hbm_read_bytes", "hbm_write_bytes", "sbuf_read_bytes", "sbuf_write_bytes", "psum_read_bytes",
+         "psum_write_bytes", "model_flops", "adjusted_flops", "transpose_flops"), 0)
+    for key, n in uses.items():
+        kind, cost = entries[key]
+        if kind == COMPUTE:
+            _, _, _, _, _, sr, sw, pr, pw, _ = cost
+            fields = {"sbuf_read_bytes": sr, "sbuf_write_bytes": sw, "psum_read_bytes": pr, "psum_write_bytes": pw}
+        elif kind == TENSOR:
+            _, _, _, st_bytes, sr, pr, pw, raw, adjusted, tflops, _ = cost
+            fields = {"sbuf_read_bytes": st_bytes + sr, "psum_read_bytes": pr, "psum_write_bytes": pw,
+                      "model_flops": raw, "adjusted_flops": adjusted, "transpose_flops": tflops}
+        else:
+            hbm_r, hbm_w, sbuf_r, sbuf_w = cost[6:10]
+            fields = {"hbm_read_bytes": hbm_r, "hbm_write_bytes": hbm_w, "sbuf_read_bytes": sbuf_r, "sbuf_write_bytes": sbuf_w}
+        for name, value in fields.items():
+            totals[name] += n * value
+    model_flops, transpose_flops = totals["model_flops"], totals["transpose_flops"]
 
     summary: dict = {
         "target": arch.name,
@@ -56,20 +76,11 @@ def summarize(result: TimingResult, arch: Architecture) -> dict:
         "total_time": total * 1e-9,
         "neuroncore_cycle_count": int(total * arch.base_clock_hz * 1e-9),
         "instruction_count": sum(counts.values()),
-        "model_flops": model_flops,
         "hardware_flops": model_flops + transpose_flops,
-        "transpose_flops": transpose_flops,
-        "adjusted_flops": adjusted_flops,
-        "hbm_read_bytes": hbm_r,
-        "hbm_write_bytes": hbm_w,
-        "sbuf_read_bytes": sbuf_r,
-        "sbuf_write_bytes": sbuf_w,
-        "psum_read_bytes": psum_r,
-        "psum_write_bytes": psum_w,
+        **totals,
     }
-    for engine, names in ENGINE_TRACKS.items():
-        mask = np.isin(tracks, names)
-        busy = merged_busy_ns(starts[mask], ends[mask])
+    for engine in ENGINE_TRACKS:
+        busy = merged_busy_ns(*intervals[engine])
         summary[f"{engine}_instruction_count"] = counts.get(engine, 0)
         summary[f"{engine}_active_time_ns"] = busy
         summary[f"{engine}_active_time_percent"] = 100.0 * busy / total if total else 0.0
@@ -82,7 +93,7 @@ def summarize(result: TimingResult, arch: Architecture) -> dict:
     summary["dma_transfer_average_bytes"] = dma_bytes / len(result.dma) if result.dma else 0.0
     peak = arch.tensor.peak_bf16_flops
     seconds = total * 1e-9
-    hbm_bytes = hbm_r + hbm_w
+    hbm_bytes = totals["hbm_read_bytes"] + totals["hbm_write_bytes"]
     summary["mfu_estimated_percent"] = 100.0 * model_flops / (peak * seconds) if seconds else 0.0
     summary["hfu_estimated_percent"] = 100.0 * (model_flops + transpose_flops) / (peak * seconds) if seconds else 0.0
     summary["mbu_estimated_percent"] = 100.0 * hbm_bytes / total / arch.hbm_bytes_per_ns_per_core if total else 0.0
