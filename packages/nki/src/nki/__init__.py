@@ -1,0 +1,30 @@
+"""NKI, the Neuron Kernel Interface, on a software NeuronCore.
+
+    import nki, nki.language as nl, nki.isa as nisa
+
+    @nki.jit
+    def add(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(nl.load(a), nl.load(b)))
+        return out
+
+    c = add(a_np, b_np)                  # numpy in, numpy out, on the exact executor
+    add.last_timing[0].summary           # simulated device time, engine busy %, MFU, HBM bytes
+
+Kernels are traced once per argument signature into simulator programs and run with the
+hardware's numerics; hardware-rule violations raise NkiValidationError naming the kernel line.
+"""
+
+from . import isa, language
+from .benchmarking import BenchmarkResult, Latency, benchmark
+from .errors import NkiError, NkiValidationError
+from .kernel import CompiledKernel, Kernel, jit
+from .simulation import baremetal, simulate, simulate_kernel
+from .tensor import NkiTensor
+
+__version__ = "0.6.0+sim"
+
+__all__ = [
+    "isa", "language", "jit", "Kernel", "CompiledKernel", "simulate", "simulate_kernel", "baremetal", "benchmark",
+    "BenchmarkResult", "Latency", "NkiError", "NkiValidationError", "NkiTensor", "__version__",
+]

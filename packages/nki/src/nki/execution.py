@@ -1,0 +1,95 @@
+"""Running a compiled kernel on numpy arrays with the exact executor.
+
+Arguments are bound zero-copy when they are C-contiguous and writable, so a kernel that writes an
+input tensor updates the caller's array in place (as nki.simulate does); other arguments are
+copied in and, if written, copied back. Returned tensors come back as new numpy arrays.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from neuron_sim import ExactExecutor, dtypes
+from neuron_sim.memory.hbm import POISON_BYTE
+
+from .errors import NkiError
+
+UNINITIALIZED_ENV = "NKI_UNINITIALIZED_READ"
+_POLICIES = {"warn": "warn", "error": "error", "off": None}
+_executors: dict = {}
+_lock = threading.Lock()
+
+
+def uninitialized_policy() -> str | None:
+    value = os.environ.get(UNINITIALIZED_ENV, "warn").strip().lower()
+    if value not in _POLICIES:
+        raise NkiError(f"{UNINITIALIZED_ENV}={value!r}: choose warn, error or off")
+    return _POLICIES[value]
+
+
+def _executor(arch, policy) -> ExactExecutor:
+    key = (arch.name, policy)
+    if key not in _executors:
+        _executors[key] = ExactExecutor(arch, uninitialized=policy)
+    return _executors[key]
+
+
+def _bind(value: np.ndarray, decl) -> tuple[np.ndarray, np.ndarray | None]:
+    """(flat uint8 buffer, array to copy back into or None)."""
+    expected = dtypes.to_numpy(decl.dtype)
+    if value.dtype != expected:
+        raise NkiError(f"argument {decl.name!r} has dtype {value.dtype}, the compiled kernel expects {expected}")
+    if value.flags.c_contiguous and value.flags.writeable:
+        return value.reshape(-1).view(np.uint8), None
+    copy = np.ascontiguousarray(value)
+    return copy.reshape(-1).view(np.uint8), value if value.flags.writeable else None
+
+
+def execute(compiled, args, kwargs) -> dict[str, np.ndarray]:
+    """Run the compiled programs; returns every HBM tensor's array by name."""
+    tensors = compiled.tensors
+    buffers: dict[str, np.ndarray] = {}
+    arrays: dict[str, np.ndarray] = {}
+    copy_back: list[tuple[np.ndarray, np.ndarray]] = []
+    bound = {**{compiled.params[i]: args[i] for i in compiled.params}, **{compiled.kw_params[k]: kwargs[k] for k in compiled.kw_params}}
+    for name, decl in tensors.items():
+        if name in bound:
+            buf, back = _bind(bound[name], decl)
+            if back is not None and decl.is_output:
+                copy_back.append((back, buf))
+            buffers[name] = buf
+            arrays[name] = bound[name]
+        else:  # outputs and scratch: fresh device memory, poisoned so unwritten data shows as NaN
+            buf = np.full(decl.nbytes, POISON_BYTE, dtype=np.uint8)
+            buffers[name] = buf
+            arrays[name] = buf.view(dtypes.to_numpy(decl.dtype)).reshape(decl.shape)
+    policy = uninitialized_policy()
+    with _lock:
+        executor = _executor(compiled.arch, policy)
+        for program in compiled.programs:
+            executor.run(program, buffers)
+    for target, buf in copy_back:
+        target[...] = buf.view(target.dtype).reshape(target.shape)
+    return arrays
+
+
+def _structure(returned, arrays):
+    if returned is None:
+        return None
+    if isinstance(returned, str):
+        return arrays[returned]
+    return type(returned)(_structure(r, arrays) for r in returned)
+
+
+def run(kernel, args, kwargs):
+    """Compile (once per signature) and execute ``kernel`` on numpy arrays."""
+    for value in list(args) + list(kwargs.values()):
+        if isinstance(value, np.ndarray) and value.dtype == np.float64:
+            raise NkiError("float64 arrays have no NeuronCore dtype; convert to float32 (or bfloat16) first")
+    compiled = kernel.compile(args, kwargs)
+    arrays = execute(compiled, args, kwargs)
+    kernel.last_timing = compiled.timing()
+    return _structure(compiled.returned, arrays)

@@ -1,0 +1,306 @@
+"""nki.isa: one function per NeuronCore instruction, destination first (NKI 0.6 style).
+
+Each call validates its operands against the hardware rules (the simulator's ISA checks) and
+appends the instruction to the kernel being traced. The legacy ``neuronxcc.nki.isa`` style, where
+instructions return a new tile, is accepted too: omit ``dst`` and the result is returned.
+"""
+
+from __future__ import annotations
+
+import warnings
+from enum import Enum
+
+from neuron_sim import get_architecture
+from neuron_sim import isa as sim
+
+from .. import tracing
+from ..language.memory_ops import mark_psum_written, ndarray, psum_written
+from ..tensor import NkiTensor
+
+
+class engine(Enum):  # noqa: N801 - NKI's names
+    unknown = 0
+    tensor = 1
+    scalar = 2
+    gpsimd = 3
+    dma = 4
+    vector = 5
+    sync = 6
+
+
+tensor_engine, scalar_engine, gpsimd_engine, vector_engine, unknown_engine = (
+    engine.tensor, engine.scalar, engine.gpsimd, engine.vector, engine.unknown)
+
+
+class dge_mode(Enum):  # noqa: N801
+    unknown = 0
+    swdge = 1
+    hwdge = 2
+    none = 3
+
+
+class oob_mode(Enum):  # noqa: N801
+    error = 0
+    skip = 1
+
+
+class matmul_perf_mode(Enum):  # noqa: N801
+    none = "none"
+    double_row = "double_row"
+
+
+class nc_version(Enum):  # noqa: N801
+    gen2 = 2
+    gen3 = 3
+    gen4 = 4
+
+
+class reduce_cmd(Enum):  # noqa: N801
+    idle = 0
+    reset = 1
+    reduce = 2
+    reset_reduce = 3
+    load_reduce = 4
+
+
+class NkiInstruction:
+    """Handle to an emitted instruction (``name=`` lookups and ``depends_on`` ordering)."""
+
+    def __init__(self, inst: sim.Instruction):
+        self.instruction = inst
+
+    def depends_on(self, *producers) -> NkiInstruction:
+        return self  # program order already orders every engine's stream
+
+
+def get_nc_version() -> nc_version:
+    return nc_version[get_architecture().nc_version]
+
+
+def _op(op) -> str:
+    """An ALU/activation op given as an nl function (nl.add), an op-name object, or a string."""
+    name = getattr(op, "op_name", op)
+    if not isinstance(name, str):
+        raise tracing.current().error("op.type", f"expected an op such as nl.add or nl.exp, got {op!r}")
+    return name
+
+
+def _engine(value, default: str | None = None) -> str | None:
+    name = value.name if isinstance(value, engine) else value
+    if name in (None, "unknown"):
+        return default
+    return name
+
+
+def _ap(x, role: str):
+    if isinstance(x, NkiTensor):
+        return x.access_pattern()
+    raise tracing.current().error("operand.type", f"{role} must be a tensor, got {type(x).__name__}")
+
+
+def _operand(x):
+    """A scalar operand: an immediate or a per-partition [P, 1] tile."""
+    if isinstance(x, NkiTensor):
+        return x.reshape((x.shape[0], 1)).access_pattern() if x.size == x.shape[0] else x.access_pattern()
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise tracing.current().error("operand.type", f"expected a number or a [P, 1] tile, got {x!r}")
+    return x
+
+
+def _dst_or_new(dst, like: NkiTensor, dtype=None, buffer="sbuf") -> NkiTensor:
+    return dst if dst is not None else ndarray(like.shape, dtype or like.dtype, buffer)
+
+
+def _emit(inst: sim.Instruction, name=None) -> NkiInstruction:
+    inst.name = name
+    tracing.current().emit(inst)
+    return NkiInstruction(inst)
+
+
+# --- data movement -----------------------------------------------------------------------------
+def dma_copy(dst: NkiTensor, src: NkiTensor, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown,
+             engine=engine.unknown, name=None):
+    mode = dge_mode.name if dge_mode.name != "unknown" else "none"
+    trigger = _engine(engine, "sync")
+    from ..language.dynamic import indirect_dma
+
+    if getattr(src, "_indirect", None) is not None or getattr(dst, "_indirect", None) is not None:
+        return indirect_dma(dst, src, oob_mode.name, name)
+    return _emit(sim.DmaCopy(dst=_ap(dst, "dst"), src=_ap(src, "src"), dge=mode, engine=trigger), name)
+
+
+def dma_transpose(dst: NkiTensor, src: NkiTensor, axes=None, priority=None, dge_mode=dge_mode.unknown,
+                  oob_mode=oob_mode.error, name=None):
+    return _emit(sim.DmaTranspose(dst=_ap(dst, "dst"), src=_ap(src, "src")), name)
+
+
+def tensor_copy(dst: NkiTensor = None, src: NkiTensor = None, engine=engine.unknown, name=None, dtype=None):
+    out = _dst_or_new(dst, src, dtype)
+    _emit(sim.TensorCopy(dst=_ap(out, "dst"), src=_ap(src, "src"), engine=_engine(engine, "vector")), name)
+    return out
+
+
+def memset(dst: NkiTensor, value, engine=engine.unknown, name=None):
+    handle = _emit(sim.Memset(dst=_ap(dst, "dst"), value=float(value), engine=_engine(engine, "vector")), name)
+    if dst.buffer == "psum":
+        mark_psum_written(dst)
+    return handle
+
+
+def tensor_copy_predicated(dst: NkiTensor, src, predicate: NkiTensor, reverse_pred=False, name=None):
+    if not isinstance(src, NkiTensor):
+        from ..language.memory_ops import full
+
+        src = full(dst.shape, src, dst.dtype)
+    return _emit(sim.CopyPredicated(dst=_ap(dst, "dst"), src=_ap(src, "src"), predicate=_ap(predicate, "predicate"),
+                                    reverse=reverse_pred), name)
+
+
+# --- TensorE -----------------------------------------------------------------------------------
+def nc_matmul(dst: NkiTensor = None, stationary: NkiTensor = None, moving: NkiTensor = None, is_stationary_onezero=False,
+              is_moving_onezero=False, is_transpose=False, accumulate=None, tile_position=(), tile_size=(),
+              perf_mode=matmul_perf_mode.none, name=None):
+    """``dst[M, N] = stationary[K, M].T @ moving[K, N]`` in PSUM; ``accumulate=None`` overwrites on
+    the first write to a PSUM region and accumulates afterwards."""
+    ctx = tracing.current()
+    if is_transpose:
+        return nc_transpose(dst, stationary, engine=engine.tensor, name=name)
+    mode = perf_mode.value if isinstance(perf_mode, matmul_perf_mode) else str(perf_mode)
+    if dst is None:  # legacy: returns a new PSUM tile
+        rows = 2 if mode == "double_row" else 1
+        dst = ndarray((stationary.size // stationary.shape[0] // rows, moving.size // moving.shape[0] // rows), "float32", "psum")
+    written = psum_written(dst) if dst.buffer == "psum" else False
+    if accumulate is None:
+        acc = written
+    else:
+        acc = bool(accumulate)
+        if acc and not written:
+            warnings.warn(
+                f"{tracing.user_location()}: nc_matmul accumulate=True into a PSUM region no matmul has initialized "
+                "is undefined behaviour on hardware (the simulator adds to its current contents)",
+                RuntimeWarning, stacklevel=2)
+    handle = _emit(sim.Matmul(dst=_ap(dst, "dst"), stationary=_ap(stationary, "stationary"), moving=_ap(moving, "moving"),
+                              accumulate=acc, perf_mode=mode), name)
+    if dst.buffer == "psum":
+        mark_psum_written(dst)
+    return dst
+
+
+def nc_transpose(dst: NkiTensor = None, data: NkiTensor = None, engine=engine.unknown, name=None):
+    """Swap partitions and free elements: TensorE (<= 128x128, into PSUM) or VectorE (<= 32x32)."""
+    eng = _engine(engine, None)
+    if eng is None:
+        eng = "vector" if data.shape[0] <= 32 and data.size // data.shape[0] <= 32 and (dst is None or dst.buffer == "sbuf") else "tensor"
+    out = dst if dst is not None else ndarray((data.size // data.shape[0], data.shape[0]), data.dtype, "psum" if eng == "tensor" else "sbuf")
+    _emit(sim.Transpose(dst=_ap(out, "dst"), src=_ap(data, "data"), engine=eng), name)
+    return out
+
+
+# --- VectorE / ScalarE / GpSimd ----------------------------------------------------------------
+def tensor_tensor(dst: NkiTensor = None, data1: NkiTensor = None, data2: NkiTensor = None, op=None, engine=engine.unknown,
+                  name=None, dtype=None):
+    out = _dst_or_new(dst, data1, dtype)
+    _emit(sim.TensorTensor(dst=_ap(out, "dst"), in0=_ap(data1, "data1"), in1=_ap(data2, "data2"), op=_op(op),
+                           engine=_engine(engine, "vector")), name)
+    return out
+
+
+def tensor_scalar(dst: NkiTensor = None, data: NkiTensor = None, op0=None, operand0=None, reverse0=False, op1=None,
+                  operand1=None, reverse1=False, engine=engine.unknown, name=None, dtype=None):
+    out = _dst_or_new(dst, data, dtype)
+    _emit(sim.TensorScalar(dst=_ap(out, "dst"), src=_ap(data, "data"), op0=_op(op0),
+                           operand0=None if operand0 is None else _operand(operand0), reverse0=reverse0,
+                           op1=None if op1 is None else _op(op1), operand1=None if operand1 is None else _operand(operand1),
+                           reverse1=reverse1, engine=_engine(engine, "vector")), name)
+    return out
+
+
+def scalar_tensor_tensor(dst: NkiTensor = None, data: NkiTensor = None, op0=None, operand0=None, op1=None, operand1=None,
+                         reverse0=False, reverse1=False, name=None, dtype=None):
+    out = _dst_or_new(dst, data, dtype)
+    _emit(sim.ScalarTensorTensor(dst=_ap(out, "dst"), src=_ap(data, "data"), op0=_op(op0), operand0=_operand(operand0),
+                                 op1=_op(op1), in1=_ap(operand1, "operand1"), reverse0=reverse0, reverse1=reverse1), name)
+    return out
+
+
+def tensor_reduce(dst: NkiTensor = None, op=None, data: NkiTensor = None, axis=None, negate=False, keepdims=False,
+                  name=None, dtype=None):
+    from ..language import math_ops
+
+    ctx = tracing.current()
+    if dst is None:
+        return math_ops.reduce(_op(op), data, axis, dtype, keepdims, negate=negate)
+    axes = math_ops._axes(data, axis)
+    split = data.ndim - len(axes)
+    if axes != tuple(range(split, data.ndim)) or split == 0:
+        raise ctx.error("reduce.axes", f"tensor_reduce reduces trailing free axes of {list(data.shape)}, got axis={axis}")
+    src = data.access_pattern(keep_split=split)
+    reduced = len(math_ops._merged(data.shape[split:], data.strides[split:]))
+    free_axes = tuple(range(len(src.free) - reduced + 1, len(src.free) + 1))
+    _emit(sim.TensorReduce(dst=_ap(dst, "dst"), src=src, op=_op(op), axes=free_axes, negate=negate), name)
+    return dst
+
+
+def tensor_partition_reduce(dst: NkiTensor, op, data: NkiTensor, name=None):
+    return _emit(sim.PartitionReduce(dst=_ap(dst, "dst"), src=_ap(data, "data"), op=_op(op)), name)
+
+
+def activation(dst: NkiTensor = None, op=None, data: NkiTensor = None, bias=None, scale=1.0, reduce_op=None,
+               reduce_res: NkiTensor | None = None, reduce_cmd=reduce_cmd.idle, name=None, dtype=None):
+    """``dst = op(data * scale + bias)`` on ScalarE; with ``reduce_op`` also reduces each row."""
+    out = _dst_or_new(dst, data, dtype)
+    _emit(sim.Activation(dst=_ap(out, "dst"), src=_ap(data, "data"), func=_op(op), scale=_operand(scale),
+                         bias=None if bias is None else _operand(bias),
+                         reduce_op=None if reduce_op is None else _op(reduce_op),
+                         reduce_res=None if reduce_res is None else _operand(reduce_res)), name)
+    return out
+
+
+def activation_reduce(dst: NkiTensor, op, data: NkiTensor, reduce_op, reduce_res: NkiTensor, bias=None, scale=1.0,
+                      name=None):
+    return activation(dst, op, data, bias, scale, reduce_op, reduce_res, name=name)
+
+
+def reciprocal(dst: NkiTensor = None, data: NkiTensor = None, name=None, dtype=None):
+    out = _dst_or_new(dst, data, dtype)
+    _emit(sim.Reciprocal(dst=_ap(out, "dst"), src=_ap(data, "data")), name)
+    return out
+
+
+def iota(dst: NkiTensor, pattern, offset=0, channel_multiplier=0, name=None):
+    return _emit(sim.Iota(dst=_ap(dst, "dst"), pattern=tuple(tuple(int(v) for v in p) for p in pattern),
+                          offset=int(offset), channel_multiplier=int(channel_multiplier)), name)
+
+
+def affine_select(dst: NkiTensor, pattern, channel_multiplier, on_true_tile: NkiTensor, on_false_value, cmp_op=None,
+                  offset=0, name=None):
+    return _emit(sim.AffineSelect(dst=_ap(dst, "dst"), src=_ap(on_true_tile, "on_true_tile"),
+                                  pattern=tuple(tuple(int(v) for v in p) for p in pattern),
+                                  on_false_value=float(on_false_value), offset=int(offset),
+                                  channel_multiplier=int(channel_multiplier),
+                                  cmp_op=_op(cmp_op) if cmp_op is not None else "equal"), name)
+
+
+def local_gather(dst: NkiTensor, src_buffer: NkiTensor, index: NkiTensor, num_elem_per_idx=1, num_valid_indices=None, name=None):
+    return _emit(sim.LocalGather(dst=_ap(dst, "dst"), src=_ap(src_buffer, "src_buffer"), index=_ap(index, "index"),
+                                 num_elem_per_idx=int(num_elem_per_idx)), name)
+
+
+def bn_stats(dst: NkiTensor, data: NkiTensor, name=None):
+    return _emit(sim.BnStats(dst=_ap(dst, "dst"), src=_ap(data, "data")), name)
+
+
+def bn_aggr(dst: NkiTensor, data: NkiTensor, name=None):
+    return _emit(sim.BnAggr(dst=_ap(dst, "dst"), src=_ap(data, "data")), name)
+
+
+def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask, name=None):
+    return _emit(sim.StreamShuffle(dst=_ap(dst, "dst"), src=_ap(src, "src"), mask=tuple(int(m) for m in shuffle_mask)), name)
+
+
+def select(dst: NkiTensor, predicate: NkiTensor, on_true: NkiTensor, on_false, name=None):
+    return _emit(sim.Select(dst=_ap(dst, "dst"), predicate=_ap(predicate, "predicate"), on_true=_ap(on_true, "on_true"),
+                            on_false=_ap(on_false, "on_false") if isinstance(on_false, NkiTensor) else float(on_false)), name)
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "warnings", "Enum", "sim", "tracing")]

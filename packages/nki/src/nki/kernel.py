@@ -1,0 +1,271 @@
+"""nki.jit: a kernel is traced once per call signature into simulator programs, then executed.
+
+Tracing runs the kernel body with NkiTensor stand-ins for its array arguments (HBM tensors named
+after the parameters). A launch grid ``kernel[n]`` traces one instance per program id: ``kernel[2]``
+is LNC=2 (two physical cores sharing HBM, running in parallel); larger or multi-dimensional grids
+are the legacy SPMD form, whose instances run one after another on one core.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from neuron_sim import Architecture, Program, dtypes, get_architecture
+from neuron_sim.program import TensorDecl
+
+from . import tracing
+from .errors import NkiError, NkiValidationError
+from .tensor import NkiTensor, Storage
+
+LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
+
+
+@dataclass
+class CompiledKernel:
+    """The traced form of one call signature."""
+
+    programs: list[Program]  # one per physical core (LNC); legacy grids are one program
+    params: dict[int, str]  # positional index of an array argument -> HBM tensor name
+    kw_params: dict[str, str]  # keyword argument -> HBM tensor name
+    returned: object  # the return structure with tensor names in place of tensors
+    arch: Architecture
+    parallel: bool  # programs run on separate cores at the same time (LNC=2)
+    _timing: list = field(default_factory=list)
+
+    @property
+    def tensors(self) -> dict[str, TensorDecl]:
+        return {t.name: t for p in self.programs for t in p.tensors}
+
+    def timing(self):
+        """Timing results per program (computed once: timing is data-independent)."""
+        if not self._timing:
+            from neuron_sim.timing import estimate
+
+            self._timing = [estimate(p, self.arch) for p in self.programs]
+        return self._timing
+
+    @property
+    def device_time_ns(self) -> float:
+        times = [t.total_ns for t in self.timing()]
+        return max(times) if self.parallel else sum(times)
+
+
+def _grid(key) -> tuple[int, ...]:
+    grid = key if isinstance(key, tuple) else (key,)
+    if not grid or any(not isinstance(g, int) or g <= 0 for g in grid):
+        raise NkiError(f"a launch grid is one or more positive ints, got {key!r}")
+    return grid
+
+
+def _is_array(x) -> bool:
+    return isinstance(x, np.ndarray)
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "device")
+
+
+def _freeze(value):
+    """A hashable form of a non-tensor argument (part of the compile cache key)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        raise NkiError(f"kernel arguments must be arrays or hashable compile-time values, got {type(value).__name__}") from None
+    return value
+
+
+class Kernel:
+    """A kernel function compiled on first call for each argument signature."""
+
+    def __init__(self, func, grid: tuple[int, ...] = (1,), cache: dict | None = None, **options):
+        functools.update_wrapper(self, func)
+        self.func = func
+        self.grid = grid
+        self.options = options
+        self._cache: dict = {} if cache is None else cache
+        self.benchmark_result = None
+        self.last_timing = None  # TimingResult list of the latest call
+
+    def __getitem__(self, grid) -> Kernel:
+        return Kernel(self.func, _grid(grid), self._cache, **self.options)
+
+    def __call__(self, *args, **kwargs):
+        if any(_is_torch(a) for a in itertools.chain(args, kwargs.values())):
+            return _torch_call(self, args, kwargs)
+        from .execution import run
+
+        return run(self, args, kwargs)
+
+    # --- tracing ------------------------------------------------------------------------------
+    def signature(self, args, kwargs, arch: Architecture) -> tuple:
+        def sig(v):
+            return ("array", tuple(v.shape), dtypes.dtype_name(v.dtype)) if _is_array(v) else ("value", _freeze(v))
+
+        return (arch.name, self.grid, tuple(sig(a) for a in args), tuple(sorted((k, sig(v)) for k, v in kwargs.items())))
+
+    def compile(self, args, kwargs, arch: Architecture | None = None) -> CompiledKernel:
+        arch = arch or get_architecture()
+        key = self.signature(args, kwargs, arch)
+        compiled = self._cache.get(key)
+        if compiled is None:
+            compiled = self._cache[key] = self._trace(args, kwargs, arch)
+        return compiled
+
+    def _trace(self, args, kwargs, arch: Architecture) -> CompiledKernel:
+        lnc = self.grid in ((1,), (2,))
+        if self.grid == (2,):
+            configured = os.environ.get(LNC_ENV)
+            if configured not in (None, "", "2"):
+                raise NkiError(f"kernel[2] launches on 2 physical cores (LNC=2) but {LNC_ENV}={configured}; set it to 2")
+        names = list(inspect.signature(self.func).parameters)
+        programs, instances = [], []
+        for program_id in itertools.product(*(range(g) for g in self.grid)):
+            ctx = tracing.TraceContext(arch, tuple(program_id), self.grid)
+            with tracing.tracing(ctx):
+                tensor_args, params, kw_params = _bind_arguments(ctx, names, args, kwargs)
+                tensor_kwargs = {k: v for k, v in tensor_args.items() if isinstance(k, str)}
+                positional = [tensor_args[i] for i in range(len(args))]
+                result = self.func(*positional, **tensor_kwargs)
+                returned = _returned_names(ctx, result)
+                _finish_tensor_table(ctx, params, kw_params, returned, self.__name__)
+            instances.append((ctx, returned))
+        if lnc:
+            tables = _merge_tables([c for c, _ in instances])
+            for ctx, _ in instances:
+                programs.append(Program(self.__name__ + (f"_core{ctx.program_id[0]}" if len(instances) > 1 else ""),
+                                        tables, ctx.instructions, arch.name))
+        else:  # legacy SPMD: instances run back to back on one core
+            tables = _merge_tables([c for c, _ in instances])
+            programs.append(Program(self.__name__, tables, [i for c, _ in instances for i in c.instructions], arch.name))
+        for p in programs:
+            p.validate(arch)
+        return CompiledKernel(programs, params, kw_params, instances[0][1], arch, parallel=lnc and len(programs) > 1)
+
+
+def _bind_arguments(ctx, names, args, kwargs):
+    """HBM stand-ins for array arguments, named after the kernel's parameters."""
+    from .tensor import hbm_storage
+
+    tensor_args: dict = {}
+    params: dict[int, str] = {}
+    kw_params: dict[str, str] = {}
+    for i, value in enumerate(args):
+        if _is_array(value):
+            name = names[i] if i < len(names) else f"arg{i}"
+            tensor_args[i] = NkiTensor(hbm_storage(ctx, value.shape or (1,), dtypes.dtype_name(value.dtype), name, "input"))
+            params[i] = tensor_args[i].name
+        else:
+            tensor_args[i] = value
+    for key, value in kwargs.items():
+        if _is_array(value):
+            tensor_args[key] = NkiTensor(hbm_storage(ctx, value.shape or (1,), dtypes.dtype_name(value.dtype), key, "input"))
+            kw_params[key] = tensor_args[key].name
+        else:
+            tensor_args[key] = value
+    return tensor_args, params, kw_params
+
+
+def _returned_names(ctx, result):
+    """The kernel's return value with HBM tensor names in place of tensors."""
+    if result is None:
+        return None
+    if isinstance(result, NkiTensor):
+        if result.buffer in ("sbuf", "psum"):
+            raise NkiValidationError("kernel.return", f"a kernel returns HBM tensors (nl.shared_hbm); {result!r} is on chip",
+                                     tracing.user_location())
+        whole = result.storage.shape == result.shape and result.offset == 0
+        if not whole:
+            raise NkiValidationError("kernel.return", f"return the whole output tensor, not a view of {result.name!r}",
+                                     tracing.user_location())
+        return result.name
+    if isinstance(result, (tuple, list)):
+        return type(result)(_returned_names(ctx, r) for r in result)
+    raise NkiValidationError("kernel.return", f"a kernel returns tensors (or a tuple of them), got {type(result).__name__}",
+                             tracing.user_location())
+
+
+def _flatten(returned) -> list[str]:
+    if returned is None:
+        return []
+    if isinstance(returned, str):
+        return [returned]
+    return [n for r in returned for n in _flatten(r)]
+
+
+def _finish_tensor_table(ctx, params, kw_params, returned, kernel_name: str) -> None:
+    """Set each HBM tensor's kind from how the kernel used it; refuse a kernel with no output."""
+    outputs = set(_flatten(returned))
+    arguments = set(params.values()) | set(kw_params.values())
+    decls = []
+    for t in ctx.tensors:
+        kind = t.kind
+        if t.name in outputs:
+            kind = "output"
+        elif t.name in arguments and t.name in ctx.hbm_written:
+            kind = "inout"
+        decls.append(TensorDecl(t.name, t.shape, t.dtype, kind))
+    ctx.tensors[:] = decls
+    if not outputs and not any(t.kind == "inout" for t in decls):
+        raise NkiValidationError(
+            "kernel.no_output",
+            f"kernel {kernel_name!r} writes no output: return an nl.shared_hbm tensor or store into an output "
+            "tensor passed as an argument",
+            None,
+        )
+    unwritten = [n for n in outputs if n not in ctx.hbm_written]
+    if unwritten:
+        raise NkiValidationError(
+            "kernel.output_unwritten", f"kernel {kernel_name!r} returns tensor(s) {unwritten} but never writes them", None
+        )
+
+
+def _merge_tables(contexts) -> list[TensorDecl]:
+    """One tensor table for all instances: tensors of the same name are the same (shared) tensor."""
+    merged: dict[str, TensorDecl] = {}
+    for ctx in contexts:
+        for t in ctx.tensors:
+            if t.name in merged:
+                old = merged[t.name]
+                if (old.shape, old.dtype) != (t.shape, t.dtype):
+                    raise NkiValidationError("kernel.spmd_tensor", f"instances disagree on tensor {t.name!r}: {old} vs {t}", None)
+                if t.kind != old.kind and "inout" in (t.kind, old.kind):
+                    merged[t.name] = TensorDecl(t.name, t.shape, t.dtype, "inout")
+            else:
+                merged[t.name] = t
+    return list(merged.values())
+
+
+def _torch_call(kernel: Kernel, args, kwargs):
+    try:
+        from torch_neuronx import nki_integration  # installed with torch-neuronx
+    except ImportError:
+        raise NkiError(
+            f"{kernel.__name__} was called with torch tensors: running NKI kernels on the 'neuron' device needs "
+            "torch-neuronx (pip install ./packages/torch-neuronx); or call it with numpy arrays"
+        ) from None
+    return nki_integration.call_kernel(kernel, args, kwargs)
+
+
+def jit(func=None, **options):
+    """Decorate a kernel function. ``mode=`` and other legacy options are accepted and ignored;
+    the target comes from NEURON_PLATFORM_TARGET_OVERRIDE, as in NKI 0.3+."""
+    if "platform_target" in options:
+        raise NkiError("nki.jit(platform_target=...) was removed in NKI 0.3; set NEURON_PLATFORM_TARGET_OVERRIDE instead")
+    if func is None:
+        return lambda f: Kernel(f, **options)
+    if isinstance(func, Kernel):
+        return func
+    return Kernel(func, **options)
+
+
+__all__ = ["Kernel", "CompiledKernel", "jit", "Storage"]

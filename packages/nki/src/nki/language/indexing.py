@@ -1,0 +1,196 @@
+"""Index expressions: integers, slices, ``nl.ds``, and the legacy ``nl.arange`` / ``nl.mgrid`` forms.
+
+Legacy kernels index with affine expressions over ``nl.arange`` (``x[i * 128 + ix, iy]``). An
+affine expression ``coeff * arange(n) + const`` on a dimension is exactly the slice
+``const : const + coeff * n : coeff``; its position among the ``[:, None]`` / ``[None, :]``
+broadcasts says which output dimension it becomes. Comparisons of such expressions build masks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import tracing
+
+
+@dataclass(frozen=True)
+class DynSlice:
+    """``nl.ds(start, size)``: ``size`` elements from ``start``."""
+
+    start: int
+    size: int
+
+
+def ds(start, size) -> DynSlice:
+    if not isinstance(start, int) or not isinstance(size, int):
+        raise tracing.current().error("index.dynamic", "nl.ds needs compile-time ints; use .ap(..., scalar_offset=...) for run-time offsets")
+    return DynSlice(start, size)
+
+
+class IndexExpr:
+    """``coeff * arange(size) + const``, placed at output axis ``axis`` of ``ndim`` (legacy API)."""
+
+    __array_priority__ = 1000
+
+    def __init__(self, size: int, coeff: int = 1, const: int = 0, axis: int = 0, ndim: int = 1):
+        self.size, self.coeff, self.const, self.axis, self.ndim = size, coeff, const, axis, ndim
+
+    def _with(self, coeff=None, const=None) -> IndexExpr:
+        return IndexExpr(self.size, self.coeff if coeff is None else coeff, self.const if const is None else const,
+                         self.axis, self.ndim)
+
+    def __getitem__(self, key) -> IndexExpr:
+        # nl.arange(n)[:, None] -> axis 0 of 2; nl.arange(n)[None, :] -> axis 1 of 2.
+        key = key if isinstance(key, tuple) else (key,)
+        slots = [i for i, k in enumerate(key) if k is not None]
+        if len(slots) != 1 or key[slots[0]] != slice(None):
+            raise tracing.current().error("index.arange", f"index an nl.arange with [:, None] or [None, :], got {key!r}")
+        return IndexExpr(self.size, self.coeff, self.const, slots[0], len(key))
+
+    def __add__(self, other):
+        if isinstance(other, int):
+            return self._with(const=self.const + other)
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        if isinstance(other, int):
+            return self._with(const=self.const - other)
+        return NotImplemented
+
+    def __mul__(self, other):
+        if isinstance(other, int):
+            return self._with(coeff=self.coeff * other, const=self.const * other)
+        return NotImplemented
+
+    __rmul__ = __mul__
+
+    def values(self) -> range:
+        return range(self.const, self.const + self.coeff * self.size, self.coeff) if self.coeff else range(self.const, self.const + 1)
+
+    # Comparisons build masks (legacy ``mask=`` argument).
+    def __lt__(self, bound):
+        return Mask.of(self, "<", bound)
+
+    def __le__(self, bound):
+        return Mask.of(self, "<=", bound)
+
+    def __gt__(self, bound):
+        return Mask.of(self, ">", bound)
+
+    def __ge__(self, bound):
+        return Mask.of(self, ">=", bound)
+
+
+def arange(*args) -> IndexExpr:
+    r = range(*args)
+    if r.step <= 0 or len(r) == 0:
+        raise tracing.current().error("index.arange", f"nl.arange{args} is empty or has a non-positive step")
+    return IndexExpr(len(r), r.step, r.start)
+
+
+class _MGrid:
+    """``nl.mgrid[0:128, 0:512]`` -> one IndexExpr per axis, broadcast against each other."""
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        out = []
+        for axis, s in enumerate(key):
+            r = range(s.start or 0, s.stop, s.step or 1)
+            out.append(IndexExpr(len(r), r.step, r.start, axis, len(key)))
+        return tuple(out) if len(out) > 1 else out[0]
+
+
+mgrid = _MGrid()
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A conjunction of ``affine(index) <op> bound`` conditions; restricts the elements an op touches."""
+
+    conditions: tuple
+
+    @staticmethod
+    def of(expr: IndexExpr, op: str, bound) -> Mask:
+        if not isinstance(bound, int):
+            raise tracing.current().error("mask.bound", f"mask bounds must be compile-time ints, got {bound!r}")
+        return Mask(((expr, op, bound),))
+
+    def __and__(self, other: Mask) -> Mask:
+        return Mask(self.conditions + other.conditions)
+
+    def restrict(self, axis: int, expr_size: int) -> range:
+        """Positions (0..size) along output ``axis`` that satisfy every condition on that axis."""
+        keep = range(expr_size)
+        for expr, op, bound in self.conditions:
+            if expr.axis != axis:
+                continue
+            ok = [i for i, v in zip(range(expr.size), expr.values()) if _compare(v, op, bound)]
+            lo, hi = (ok[0], ok[-1] + 1) if ok else (0, 0)
+            keep = range(max(keep.start, lo), min(keep.stop, hi))
+        return keep
+
+
+def _compare(v, op, bound) -> bool:
+    return {"<": v < bound, "<=": v <= bound, ">": v > bound, ">=": v >= bound}[op]
+
+
+def normalize_key(key, shape: tuple[int, ...], on_chip: bool) -> list[tuple[int, int, int, bool]]:
+    """Per dimension of ``shape``: (start, count, step, keep). Integers drop a dim (except an
+    on-chip partition dim, which stays with size 1); everything else keeps it."""
+    key = key if isinstance(key, tuple) else (key,)
+    if any(k is Ellipsis for k in key):
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        fill = len(shape) - (len(key) - 1)
+        key = key[:i] + (slice(None),) * fill + key[i + 1 :]
+    if len(key) > len(shape):
+        raise tracing.current().error("index.rank", f"{len(key)} indices for a tensor of shape {list(shape)}")
+    out = []
+    for axis, dim in enumerate(shape):
+        k = key[axis] if axis < len(key) else slice(None)
+        if isinstance(k, IndexExpr):
+            k = slice(k.const, k.const + k.coeff * k.size, k.coeff) if k.coeff > 0 else k.const
+        if isinstance(k, DynSlice):
+            k = slice(k.start, k.start + k.size)
+        if isinstance(k, slice):
+            start, stop, step = k.indices(dim)
+            raw_stop = k.stop if k.stop is None or k.stop >= 0 else k.stop + dim
+            raw_start = k.start if k.start is None or k.start >= 0 else k.start + dim
+            count = len(range(start, stop, step))
+            if step <= 0 or count == 0 or (raw_stop is not None and raw_stop > dim) or (raw_start is not None and raw_start < 0):
+                raise tracing.current().error(
+                    "index.out_of_bounds",
+                    f"slice {_fmt(k)} of dimension {axis} (size {dim}) is empty or out of bounds",
+                )
+            out.append((start, count, step, True))
+        elif isinstance(k, int) or hasattr(k, "__index__"):
+            i = int(k)
+            if i < 0:
+                i += dim
+            if not 0 <= i < dim:
+                raise tracing.current().error("index.out_of_bounds", f"index {int(k)} is out of bounds for dimension {axis} of size {dim}")
+            out.append((i, 1, 1, on_chip and axis == 0))
+        else:
+            raise tracing.current().error("index.type", f"cannot index a tensor with {type(k).__name__} ({k!r})")
+    return out
+
+
+def _fmt(s: slice) -> str:
+    return f"{'' if s.start is None else s.start}:{'' if s.stop is None else s.stop}" + (f":{s.step}" if s.step not in (None, 1) else "")
+
+
+class par_dim:  # noqa: N801 - NKI's name
+    """Legacy marker for the partition dimension in a tile shape: ``(nl.par_dim(128), 512)``."""
+
+    def __init__(self, size: int):
+        self.size = int(size)
+
+    def __index__(self) -> int:
+        return self.size
+
+    def __int__(self) -> int:
+        return self.size
+
+    def __repr__(self) -> str:
+        return f"par_dim({self.size})"

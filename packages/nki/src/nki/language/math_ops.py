@@ -1,0 +1,305 @@
+"""Elementwise math, reductions and the composite ops (softmax, rms_norm) of nki.language.
+
+Each function returns a new SBUF tile and picks the engine a compiler would: ScalarE for
+transcendental activations, VectorE for ALU arithmetic, comparisons and reductions, GpSimd for
+reductions across partitions. Operands broadcast like numpy within the hardware's means: a
+[P, 1] tile is a per-partition scalar operand; a [1, F] tile is broadcast across partitions
+through TensorE (a matmul against ones), as compilers do.
+"""
+
+from __future__ import annotations
+
+import math
+
+from neuron_sim import dtypes
+from neuron_sim.isa import (
+    Activation,
+    Matmul,
+    PartitionReduce,
+    Reciprocal,
+    ScalarTensorTensor,
+    Select,
+    TensorCopy,
+    TensorReduce,
+    TensorScalar,
+    TensorTensor,
+)
+
+from .. import tracing
+from ..tensor import ON_CHIP, NkiTensor
+from .indexing import Mask
+from .memory_ops import apply_mask, full, ndarray
+
+BINARY_OPS = (
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod", "fmod", "abs_max", "abs_min",
+    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_or",
+    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
+)
+# ScalarE activation functions (table entries in neuron_sim.isa.ops.ACTIVATIONS).
+ACTIVATION_FUNCS = (
+    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu", "softplus", "mish",
+    "erf", "sin", "cos", "arctan", "square", "sign", "copy",
+)
+
+
+def _on_chip(x: NkiTensor, role: str) -> NkiTensor:
+    if x.buffer not in ON_CHIP:
+        raise tracing.current().error(
+            "engine.memory_access", f"{role} {x!r} is in HBM; compute engines read SBUF/PSUM (nl.load it first)"
+        )
+    return x
+
+
+def _result_dtype(dtype, *tiles: NkiTensor) -> str:
+    if dtype is not None:
+        return dtypes.dtype_name(dtype)
+    kinds = {t.dtype for t in tiles}
+    if len(kinds) == 1:
+        return kinds.pop()
+    return "float32" if any(dtypes.is_float(k) for k in kinds) else max(kinds, key=dtypes.itemsize)
+
+
+def _out(shape, dtype) -> NkiTensor:
+    return ndarray(shape if len(shape) > 1 else (shape[0], 1), dtype, "sbuf")
+
+
+def broadcast_partitions(row: NkiTensor, partitions: int) -> NkiTensor:
+    """[1, F] -> [P, F] through TensorE: ones[1, P].T @ row[1, F] lands the row on every partition
+    of PSUM (exact: each output is 1.0 x value in fp32)."""
+    ctx = tracing.current()
+    flat = row if row.ndim == 2 else row.reshape((1, row.size))
+    family = "float32" if flat.dtype in ("float32", "tfloat32") else "bfloat16" if flat.dtype not in ("float16",) else "float16"
+    src = flat
+    if flat.dtype != family:
+        src = ndarray(flat.shape, family, "sbuf")
+        ctx.emit(TensorCopy(dst=src.access_pattern(), src=flat.access_pattern(), engine="vector"))
+    ones = full((1, partitions), 1.0, family)
+    out = ndarray((partitions, flat.shape[1]), "float32", "sbuf")
+    chunk = ctx.arch.tensor.moving_fmax
+    for c in range(0, flat.shape[1], chunk):
+        n = min(chunk, flat.shape[1] - c)
+        acc = ndarray((partitions, n), "float32", "psum")
+        ctx.emit(Matmul(dst=acc.access_pattern(), stationary=ones.access_pattern(), moving=src[:, c : c + n].access_pattern()))
+        ctx.emit(TensorCopy(dst=out[:, c : c + n].access_pattern(), src=acc.access_pattern(), engine="vector"))
+    return out if row.ndim == 2 else out.reshape((partitions,) + row.shape[1:])
+
+
+def _align(x: NkiTensor, y: NkiTensor) -> tuple[NkiTensor, NkiTensor]:
+    """Broadcast two on-chip tiles to one shape (per-partition scalars are left to the caller)."""
+    if x.shape == y.shape:
+        return x, y
+    ndim = max(x.ndim, y.ndim)
+    xs = (1,) * (ndim - x.ndim) + x.shape if x.ndim < ndim else x.shape
+    ys = (1,) * (ndim - y.ndim) + y.shape if y.ndim < ndim else y.shape
+    shape = []
+    for a, b in zip(xs, ys):
+        if a != b and 1 not in (a, b):
+            raise tracing.current().error("shape.broadcast", f"shapes {list(x.shape)} and {list(y.shape)} do not broadcast")
+        shape.append(max(a, b))
+
+    def fit(t: NkiTensor) -> NkiTensor:
+        if t.shape[0] != shape[0]:
+            t = broadcast_partitions(t, shape[0])
+        if t.shape != tuple(shape):
+            t = t.broadcast_to(tuple(shape))
+        return t
+
+    return fit(x), fit(y)
+
+
+def _is_column(t: NkiTensor, partitions: int) -> bool:
+    return t.shape[0] == partitions and math.prod(t.shape[1:]) == 1 and t.ndim >= 1
+
+
+def binary(op: str, x, y, dtype=None, mask: Mask | None = None) -> NkiTensor:
+    """``x op y`` as a new tile. Numbers become immediates; a [P, 1] tile a per-partition operand."""
+    ctx = tracing.current()
+    if op not in BINARY_OPS:
+        raise ctx.error("op.unknown", f"unknown binary op {op!r}")
+    x_t, y_t = isinstance(x, NkiTensor), isinstance(y, NkiTensor)
+    if not x_t and not y_t:
+        raise ctx.error("operand.type", f"nl.{op} needs at least one tensor operand, got {x!r} and {y!r}")
+    if x_t:
+        _on_chip(x, "x")
+    if y_t:
+        _on_chip(y, "y")
+    x, y = apply_mask(mask, x, y)
+    if not y_t or (x_t and y_t and _is_column(y, x.shape[0]) and not _is_column(x, x.shape[0])):
+        return _tensor_scalar(op, x, y, False, _result_dtype(dtype, *([x, y] if y_t else [x])))
+    if not x_t or _is_column(x, y.shape[0]) and not _is_column(y, y.shape[0]):
+        return _tensor_scalar(op, y, x, True, _result_dtype(dtype, *([x, y] if x_t else [y])))
+    x, y = _align(x, y)
+    out = _out(x.shape, _result_dtype(dtype, x, y))
+    ctx.emit(TensorTensor(dst=out.access_pattern(), in0=x.access_pattern(), in1=y.access_pattern(), op=op))
+    return out
+
+
+def _tensor_scalar(op, data: NkiTensor, operand, reverse: bool, dtype) -> NkiTensor:
+    ctx = tracing.current()
+    if isinstance(operand, NkiTensor):
+        operand = operand.reshape((operand.shape[0], 1)).access_pattern()
+    elif isinstance(operand, bool) or not isinstance(operand, (int, float)):
+        raise ctx.error("operand.type", f"unsupported scalar operand {operand!r}")
+    out = _out(data.shape, dtype)
+    ctx.emit(TensorScalar(dst=out.access_pattern(), src=data.access_pattern(), op0=op, operand0=operand, reverse0=reverse))
+    return out
+
+
+def unary(func: str, x: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
+    """An elementwise function of one tile."""
+    ctx = tracing.current()
+    _on_chip(x, "x")
+    (x,) = apply_mask(mask, x)
+    out = _out(x.shape, _result_dtype(dtype, x))
+    dst, src = out.access_pattern(), x.access_pattern()
+    if func in ACTIVATION_FUNCS:
+        ctx.emit(Activation(dst=dst, src=src, func=func))
+    elif func == "negative":
+        ctx.emit(TensorScalar(dst=dst, src=src, op0="multiply", operand0=-1.0))
+    elif func == "abs":
+        ctx.emit(TensorScalar(dst=dst, src=src, op0="abs"))
+    elif func == "reciprocal":
+        ctx.emit(Reciprocal(dst=dst, src=src))
+    elif func == "invert":
+        ctx.emit(TensorScalar(dst=dst, src=src, op0="bitwise_xor", operand0=-1))
+    elif func == "logical_not":
+        ctx.emit(TensorScalar(dst=dst, src=src, op0="equal", operand0=0.0))
+    elif func in ("trunc", "floor", "ceil"):
+        # trunc(x) = x - fmod(x, 1); floor/ceil step from it where it moved toward zero.
+        frac = ndarray(out.shape, "float32", "sbuf")
+        ctx.emit(TensorScalar(dst=frac.access_pattern(), src=src, op0="fmod", operand0=1.0))
+        whole = ndarray(out.shape, "float32", "sbuf")
+        ctx.emit(TensorTensor(dst=whole.access_pattern(), in0=src, in1=frac.access_pattern(), op="subtract"))
+        if func == "trunc":
+            ctx.emit(TensorCopy(dst=dst, src=whole.access_pattern(), engine="vector"))
+        else:
+            step = ndarray(out.shape, "float32", "sbuf")
+            cmp, sign = ("less", -1.0) if func == "floor" else ("greater", 1.0)
+            ctx.emit(TensorScalar(dst=step.access_pattern(), src=frac.access_pattern(), op0=cmp, operand0=0.0,
+                                  op1="multiply", operand1=sign))
+            ctx.emit(TensorTensor(dst=dst, in0=whole.access_pattern(), in1=step.access_pattern(), op="add"))
+    elif func == "tan":
+        s, c = unary("sin", x), unary("cos", x)
+        ctx.emit(TensorTensor(dst=dst, in0=s.access_pattern(), in1=c.access_pattern(), op="divide"))
+    else:
+        raise ctx.error("op.unknown", f"unknown elementwise function {func!r}")
+    return out
+
+
+# --- reductions --------------------------------------------------------------------------------
+
+
+def _axes(x: NkiTensor, axis) -> tuple[int, ...]:
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out = tuple(sorted(a + x.ndim if a < 0 else a for a in axes))
+    if any(not 0 <= a < x.ndim for a in out):
+        raise tracing.current().error("reduce.axes", f"axis {axis} is out of range for shape {list(x.shape)}")
+    return out
+
+
+def reduce(op: str, x: NkiTensor, axis, dtype=None, keepdims: bool = False, mask: Mask | None = None,
+           negate: bool = False) -> NkiTensor:
+    ctx = tracing.current()
+    _on_chip(x, "x")
+    (x,) = apply_mask(mask, x)
+    axes = _axes(x, axis)
+    dtype = _result_dtype(dtype, x)
+    if axes == (0,):  # across partitions: GpSimd
+        out = ndarray((1,) + x.shape[1:] if x.ndim > 1 else (1, 1), dtype, "sbuf")
+        ctx.emit(PartitionReduce(dst=out.access_pattern(), src=x.access_pattern(), op=op))
+        return out
+    if 0 in axes:
+        raise ctx.error("reduce.axes", f"reduce over the partition dim and free dims at once ({list(axes)}) is not an instruction; reduce in two steps")
+    if axes != tuple(range(x.ndim - len(axes), x.ndim)):
+        raise ctx.error("reduce.axes", f"reductions run over trailing free axes of {list(x.shape)}, got axis={axis}")
+    kept = x.shape[: x.ndim - len(axes)]
+    shape = kept + (1,) * len(axes) if keepdims else kept
+    out = ndarray(shape if len(shape) > 1 else (shape[0], 1), dtype, "sbuf")
+    split = x.ndim - len(axes)
+    src = x.access_pattern(keep_split=split)
+    reduced = len(_merged(x.shape[split:], x.strides[split:]))
+    free_axes = tuple(range(len(src.free) - reduced + 1, len(src.free) + 1))
+    ctx.emit(TensorReduce(dst=out.access_pattern(), src=src, op=op, axes=free_axes, negate=negate))
+    return out
+
+
+def _merged(shape, strides) -> list:
+    """The free dims the access pattern makes of these (reduced) axes."""
+    from ..tensor import _merge_groups
+
+    return _merge_groups(list(zip(strides, shape)), None)
+
+
+def mean(x: NkiTensor, axis, dtype=None, keepdims: bool = False, mask: Mask | None = None) -> NkiTensor:
+    total = reduce("add", x, axis, "float32", keepdims, mask)
+    n = math.prod(x.shape[a] for a in _axes(x, axis))
+    return _tensor_scalar("multiply", total, 1.0 / n, False, _result_dtype(dtype, x))
+
+
+def var(x: NkiTensor, axis, dtype=None, keepdims: bool = False, mask: Mask | None = None) -> NkiTensor:
+    """Population variance: mean((x - mean)^2), two passes for accuracy."""
+    ctx = tracing.current()
+    axes = _axes(x, axis)
+    m = mean(x, axis, "float32", keepdims=True, mask=mask)
+    centered = ndarray(x.shape, "float32", "sbuf")
+    ctx.emit(TensorScalar(dst=centered.access_pattern(), src=x.access_pattern(), op0="subtract",
+                          operand0=m.reshape((m.shape[0], 1)).access_pattern()))
+    squared = binary("multiply", centered, centered, "float32")
+    out = mean(squared, axes if len(axes) > 1 else axes[0], dtype or x.dtype, keepdims)
+    return out
+
+
+def softmax(x: NkiTensor, axis=-1, dtype=None) -> NkiTensor:
+    """exp(x - max) / sum, along the (trailing) free axis: the fused ScalarE form."""
+    ctx = tracing.current()
+    _on_chip(x, "x")
+    if _axes(x, axis) != (x.ndim - 1,):
+        raise ctx.error("softmax.axis", f"nl.softmax reduces the last axis of an on-chip tile, got axis={axis}")
+    rows = x.shape[0]
+    neg_max = reduce("maximum", x, -1, "float32", keepdims=True, negate=True)
+    exps = ndarray(x.shape, "float32", "sbuf")
+    total = ndarray((rows, 1), "float32", "sbuf")
+    ctx.emit(Activation(dst=exps.access_pattern(), src=x.access_pattern(), func="exp",
+                        bias=neg_max.reshape((rows, 1)).access_pattern(), reduce_op="add", reduce_res=total.access_pattern()))
+    inv = ndarray((rows, 1), "float32", "sbuf")
+    ctx.emit(Reciprocal(dst=inv.access_pattern(), src=total.access_pattern()))
+    out = ndarray(x.shape, _result_dtype(dtype, x), "sbuf")
+    ctx.emit(TensorScalar(dst=out.access_pattern(), src=exps.access_pattern(), op0="multiply", operand0=inv.access_pattern()))
+    return out
+
+
+def rms_norm(x: NkiTensor, w: NkiTensor, axis, n, epsilon: float = 1e-6, dtype=None, compute_dtype=None) -> NkiTensor:
+    """x * rsqrt(mean(x^2) + eps) * w, normalizing the last axis; ``n`` is the element count."""
+    ctx = tracing.current()
+    _on_chip(x, "x")
+    rows = x.shape[0]
+    squares = ndarray(x.shape, "float32", "sbuf")
+    sum_sq = ndarray((rows, 1), "float32", "sbuf")
+    ctx.emit(Activation(dst=squares.access_pattern(), src=x.access_pattern(), func="square", reduce_op="add",
+                        reduce_res=sum_sq.access_pattern()))
+    inv_rms = ndarray((rows, 1), "float32", "sbuf")
+    ctx.emit(TensorScalar(dst=inv_rms.access_pattern(), src=sum_sq.access_pattern(), op0="multiply", operand0=1.0 / n,
+                          op1="add", operand1=float(epsilon)))
+    ctx.emit(Activation(dst=inv_rms.access_pattern(), src=inv_rms.access_pattern(), func="rsqrt"))
+    if w.buffer not in ON_CHIP:
+        from .memory_ops import load
+
+        w = load(w)
+    w_tile = w if w.shape[0] == rows else broadcast_partitions(w if w.ndim > 1 else w.reshape((1, w.size)), rows)
+    out = ndarray(x.shape, _result_dtype(dtype, x), "sbuf")
+    ctx.emit(ScalarTensorTensor(dst=out.access_pattern(), src=x.access_pattern(), op0="multiply",
+                                operand0=inv_rms.access_pattern(), op1="multiply",
+                                in1=w_tile.broadcast_to(x.shape).access_pattern() if w_tile.shape != x.shape else w_tile.access_pattern()))
+    return out
+
+
+def where(condition: NkiTensor, x, y, dtype=None, mask: Mask | None = None) -> NkiTensor:
+    ctx = tracing.current()
+    _on_chip(condition, "condition")
+    like = x if isinstance(x, NkiTensor) else condition
+    out = ndarray(condition.shape, _result_dtype(dtype, like), "sbuf")
+    on_true = x if isinstance(x, NkiTensor) else full(condition.shape, x, out.dtype)
+    on_false = y.access_pattern() if isinstance(y, NkiTensor) else float(y)
+    ctx.emit(Select(dst=out.access_pattern(), predicate=condition.access_pattern(), on_true=on_true.access_pattern(),
+                    on_false=on_false))
+    return out

@@ -1,0 +1,186 @@
+"""Creating tensors and moving data: ndarray/zeros/full, load/store/copy, and in-place assignment."""
+
+from __future__ import annotations
+
+import math
+
+from neuron_sim import dtypes
+from neuron_sim.isa import DmaCopy, Matmul, Memset, TensorCopy, TensorTensor
+
+from .. import tracing
+from ..tensor import HBM_BUFFERS, ON_CHIP, NkiTensor, allocate_on_chip, hbm_storage
+from .indexing import Mask, par_dim
+
+BUFFERS = ("sbuf", "psum") + HBM_BUFFERS
+
+
+def _shape(shape) -> tuple[int, ...]:
+    shape = shape if isinstance(shape, (tuple, list)) else (shape,)
+    out = tuple(int(s.size) if isinstance(s, par_dim) else int(s) for s in shape)
+    if any(s <= 0 for s in out):
+        raise tracing.current().error("tensor.shape", f"tensor dimensions must be positive, got {list(out)}")
+    return out
+
+
+def ndarray(shape, dtype, buffer="sbuf", name: str = "", address=None) -> NkiTensor:
+    """A new, uninitialized tensor (on-chip memory reads as NaN until written)."""
+    ctx = tracing.current()
+    buffer = getattr(buffer, "value", buffer)
+    if buffer not in BUFFERS:
+        raise ctx.error("tensor.buffer", f"unknown buffer {buffer!r}; use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
+    shape = _shape(shape)
+    dtype = dtypes.dtype_name(dtype)
+    if buffer in ON_CHIP:
+        return NkiTensor(allocate_on_chip(ctx, buffer, shape, dtype, name, address))
+    kind = "internal"  # becomes an output if the kernel returns it
+    return NkiTensor(hbm_storage(ctx, shape, dtype, name, kind, buffer))
+
+
+def full(shape, fill_value, dtype, buffer="sbuf", name: str = "") -> NkiTensor:
+    t = ndarray(shape, dtype, buffer, name)
+    fill(t, fill_value)
+    return t
+
+
+def zeros(shape, dtype, buffer="sbuf", name: str = "") -> NkiTensor:
+    return full(shape, 0, dtype, buffer, name)
+
+
+def ones(shape, dtype, buffer="sbuf", name: str = "") -> NkiTensor:
+    return full(shape, 1, dtype, buffer, name)
+
+
+def zeros_like(x: NkiTensor, dtype=None, buffer=None, name: str = "") -> NkiTensor:
+    return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def empty_like(x: NkiTensor, dtype=None, buffer=None, name: str = "") -> NkiTensor:
+    return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def fill(t: NkiTensor, value) -> None:
+    """Set every element of ``t`` to ``value`` (memset on chip; a DMA from a filled tile in HBM)."""
+    ctx = tracing.current()
+    if t.buffer in ON_CHIP:
+        ctx.emit(Memset(dst=t.access_pattern(), value=float(value), engine="vector" if t.buffer == "psum" else "gpsimd"))
+        if t.buffer == "psum":
+            mark_psum_written(t)
+        return
+    rows = min(t.shape[0], ctx.arch.num_partitions) if t.ndim > 1 else 1
+    cols = math.prod(t.shape) // (t.shape[0] if t.ndim > 1 else 1)
+    tile = full((rows, cols), value, t.dtype)
+    flat = t.reshape((t.shape[0], cols)) if t.ndim > 1 else t.reshape((1, cols))
+    for r in range(0, flat.shape[0], rows):
+        n = min(rows, flat.shape[0] - r)
+        ctx.emit(DmaCopy(dst=flat[r : r + n, :].access_pattern(), src=tile[0:n, :].access_pattern()))
+
+
+def load(src: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
+    """Copy an HBM tensor into a new SBUF tile (optionally casting)."""
+    ctx = tracing.current()
+    if src.buffer in ON_CHIP:
+        raise ctx.error("load.source", f"nl.load reads HBM; {src!r} is already on chip (use nl.copy)")
+    src = apply_mask(mask, src)[0]
+    shape = src.shape if src.ndim > 1 else (1,) + src.shape
+    tile = ndarray(shape, dtype or src.dtype, "sbuf")
+    ctx.emit(DmaCopy(dst=tile.access_pattern(), src=src.access_pattern()))
+    return tile
+
+
+def store(dst: NkiTensor, value, mask: Mask | None = None) -> None:
+    """Copy an on-chip tile to HBM. A PSUM tile goes through SBUF first (DMA cannot read PSUM)."""
+    ctx = tracing.current()
+    if dst.buffer in ON_CHIP:
+        raise ctx.error("store.destination", f"nl.store writes HBM; {dst!r} is on chip (use nl.copy or nisa.tensor_copy)")
+    value = as_tile(value, dst)
+    dst, value = apply_mask(mask, dst, value)
+    if value.buffer == "psum":
+        value = copy(value)
+    ctx.emit(DmaCopy(dst=dst.access_pattern(), src=value.access_pattern()))
+
+
+def copy(x: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
+    """A new SBUF tile with ``x``'s values (PSUM or SBUF source, VectorE copy)."""
+    ctx = tracing.current()
+    if x.buffer not in ON_CHIP:
+        return load(x, dtype, mask)
+    x = apply_mask(mask, x)[0]
+    out = ndarray(x.shape, dtype or x.dtype, "sbuf")
+    ctx.emit(TensorCopy(dst=out.access_pattern(), src=x.access_pattern(), engine="vector"))
+    return out
+
+
+def as_tile(value, like: NkiTensor) -> NkiTensor:
+    """``value`` as a tensor: numbers become a filled SBUF tile shaped like ``like``."""
+    if isinstance(value, NkiTensor):
+        return value
+    if isinstance(value, (int, float, bool)):
+        shape = like.shape if like.ndim > 1 else (1,) + like.shape
+        return full(shape, value, like.dtype)
+    raise tracing.current().error("operand.type", f"expected a tensor or a number, got {type(value).__name__}")
+
+
+def assign(dst: NkiTensor, value) -> None:
+    """``dst[...] = value``: write ``value`` into the view ``dst``."""
+    ctx = tracing.current()
+    if value is dst or getattr(value, "_assigned_to", None) is dst:
+        return  # the result was already computed into dst (``dst[...] += x`` lands here)
+    value = as_tile(value, dst)
+    if dst.buffer not in ON_CHIP or value.buffer not in ON_CHIP:
+        ctx.emit(DmaCopy(dst=dst.access_pattern(), src=value.access_pattern()))
+        return
+    ctx.emit(TensorCopy(dst=dst.access_pattern(), src=value.access_pattern(), engine="vector"))
+
+
+def accumulate_into(dst: NkiTensor, value) -> NkiTensor:
+    """``dst += value``. A fresh matmul result retargets its matmul to accumulate into ``dst`` in
+    PSUM, as the hardware does (``psum[...] += nl.matmul(...)``); anything else adds elementwise."""
+    ctx = tracing.current()
+    last = ctx.instructions[-1] if ctx.instructions else None
+    pending = getattr(value, "_pending_matmul", None) if isinstance(value, NkiTensor) else None
+    if pending is not None and pending is last and dst.buffer == "psum":
+        target = dst.access_pattern()
+        if (target.partition_count, target.free_size) != (pending.dst.partition_count, pending.dst.free_size):
+            raise ctx.error("matmul.dst_shape", f"accumulating a {list(value.shape)} matmul result into {list(dst.shape)}")
+        ctx.instructions.pop()
+        ctx.emit(Matmul(dst=target, stationary=pending.stationary, moving=pending.moving,
+                        accumulate=psum_written(dst), perf_mode=pending.perf_mode, location=pending.location))
+        mark_psum_written(dst)
+        result = dst
+    else:
+        value = as_tile(value, dst)
+        ctx.emit(TensorTensor(dst=dst.access_pattern(), in0=dst.access_pattern(), in1=value.access_pattern(), op="add"))
+        result = dst
+    return result
+
+
+def psum_written(t: NkiTensor) -> bool:
+    """Whether the PSUM region ``t`` addresses was written since its tile was allocated."""
+    ap = t.access_pattern()
+    p0, p1 = ap.partition_start, ap.partition_start + ap.partition_count
+    lo, hi = ap.byte_span()
+    return any(a <= p0 and p1 <= b and c <= lo and hi <= d for a, b, c, d in t.storage.written)
+
+
+def mark_psum_written(t: NkiTensor) -> None:
+    ap = t.access_pattern()
+    t.storage.written.append((ap.partition_start, ap.partition_start + ap.partition_count, *ap.byte_span()))
+
+
+def apply_mask(mask: Mask | None, *tensors: NkiTensor) -> list[NkiTensor]:
+    """Restrict every tensor to the elements a legacy ``mask=`` keeps (per masked axis)."""
+    if mask is None:
+        return list(tensors)
+    out = []
+    for t in tensors:
+        if not isinstance(t, NkiTensor):
+            out.append(t)
+            continue
+        key = []
+        for axis, size in enumerate(t.shape):
+            keep = mask.restrict(axis, size)
+            if len(keep) == 0:
+                raise tracing.current().error("mask.empty", f"the mask leaves no elements along axis {axis}")
+            key.append(slice(keep.start, keep.stop))
+        out.append(t[tuple(key)])
+    return out
