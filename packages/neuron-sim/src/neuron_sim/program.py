@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from . import dtypes
 from .arch import Architecture
 from .errors import ValidationError
-from .isa import Instruction
+from .isa import Instruction, loop_structure
 from .memory.access_pattern import HBM
 
 TENSOR_KINDS = ("input", "output", "inout", "internal")
@@ -92,6 +92,7 @@ class Program:
             dup = sorted({n for n in names if names.count(n) > 1})
             raise ValidationError("program.duplicate_tensor", f"tensor names must be unique, repeated: {dup}")
         sizes = {t.name: t.nbytes for t in self.tensors}
+        loop_structure(self.instructions)  # balanced, properly nested loops
         for inst in self.instructions:
             if not isinstance(inst, Instruction):
                 raise ValidationError("program.not_an_instruction", f"program holds a {type(inst).__name__}, not an instruction")

@@ -18,11 +18,13 @@ from ..arch import Architecture
 from ..errors import AccessPatternError, ExecutionError, NeuronSimError, UninitializedReadError, ValidationError
 from ..isa import ops
 from ..memory.access_pattern import HBM, PSUM, SBUF, AccessPattern
+from ..isa.control import LoopEnd, LoopStart, loop_structure
 from ..memory.onchip import OnChipMemory
 from ..program import Program
 from . import semantics
 
 UNINITIALIZED_POLICIES = (None, "warn", "error")
+MAX_LOOP_ITERATIONS = 10_000_000  # a while loop whose condition never clears is a bug, not a hang
 
 
 class ExactExecutor:
@@ -123,20 +125,77 @@ class ExactExecutor:
             self.sbuf.reset()
             self.psum.reset()
         with np.errstate(all="ignore"):
-            for inst in program.instructions:
-                self._current = inst
-                try:
-                    semantics.HANDLERS[type(inst)](self, inst)
-                except ValidationError as err:
-                    raise err.at(inst.location) from None
-                except ExecutionError as err:  # e.g. an unbound tensor or unset register: say where
-                    raise ExecutionError(f"{inst.opcode} at {inst.location or '?'}: {err}") from err
-                except NeuronSimError:
-                    raise
-                except Exception as err:  # a bug or an unexpected operand: name the instruction
-                    raise ExecutionError(
-                        f"{inst.opcode} at {inst.location or '?'} failed: {type(err).__name__}: {err}"
-                    ) from err
+            if not any(isinstance(i, LoopStart) for i in program.instructions):
+                self.trip_counts = {}
+                for inst in program.instructions:
+                    self._step(inst)
+            else:
+                self.trip_counts = self._run_with_loops(program.instructions)
 
+    def _step(self, inst) -> None:
+        self._current = inst
+        try:
+            semantics.HANDLERS[type(inst)](self, inst)
+        except ValidationError as err:
+            raise err.at(inst.location) from None
+        except ExecutionError as err:  # e.g. an unbound tensor or unset register: say where
+            raise ExecutionError(f"{inst.opcode} at {inst.location or '?'}: {err}") from err
+        except NeuronSimError:
+            raise
+        except Exception as err:  # a bug or an unexpected operand: name the instruction
+            raise ExecutionError(f"{inst.opcode} at {inst.location or '?'} failed: {type(err).__name__}: {err}") from err
+
+    def register(self, name: str, where) -> int:
+        try:
+            return self.registers[name]
+        except KeyError:
+            raise ExecutionError(f"register {name!r} is read before it is set (at {where.location or '?'})") from None
+
+    def _run_with_loops(self, instructions) -> dict[int, list[int]]:
+        """Interpret with a program counter; returns each loop's trip counts in execution order
+        (what the timing model needs for loops whose bounds are only known at run time)."""
+        pairs = loop_structure(instructions)
+        counts: dict[int, list[int]] = {}
+        frames: list[list] = []  # [start pc, upper, step, iterations]
+        pc, n = 0, len(instructions)
+        while pc < n:
+            inst = instructions[pc]
+            if isinstance(inst, LoopStart):
+                if inst.kind == "for":
+                    lower = self.register(inst.lower, inst) if isinstance(inst.lower, str) else inst.lower
+                    upper = self.register(inst.upper, inst) if isinstance(inst.upper, str) else inst.upper
+                    self.registers[inst.register] = lower
+                    running = lower < upper
+                else:
+                    upper = None
+                    running = self.register(inst.register, inst) != 0
+                if not running:
+                    counts.setdefault(pc, []).append(0)
+                    pc = pairs[pc] + 1
+                    continue
+                frames.append([pc, upper, inst.step, 1])
+            elif isinstance(inst, LoopEnd):
+                frame = frames[-1]
+                start = instructions[frame[0]]
+                if start.kind == "for":
+                    self.registers[inst.register] += frame[2]
+                    again = self.registers[inst.register] < frame[1]
+                else:
+                    again = self.register(inst.register, inst) != 0
+                if again:
+                    frame[3] += 1
+                    if frame[3] > MAX_LOOP_ITERATIONS:
+                        raise ExecutionError(
+                            f"loop on {inst.register!r} at {start.location or '?'} ran {MAX_LOOP_ITERATIONS:,} iterations "
+                            "without finishing (is its condition ever cleared?)"
+                        )
+                    pc = frame[0] + 1
+                    continue
+                frames.pop()
+                counts.setdefault(frame[0], []).append(frame[3])
+            else:
+                self._step(inst)
+            pc += 1
+        return counts
 
 __all__ = ["ExactExecutor", "AccessPatternError", "ops"]

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import AccessPatternError
+from ..isa.control import RegisterLoad, RegisterSet, RegisterStore
 from ..isa import (
     Activation,
     AffineSelect,
@@ -418,6 +419,25 @@ def _local_gather(ex, inst: LocalGather):
         offsets = (idx[..., None] * e + np.arange(e)).reshape(idx.shape[0], -1)
         out[g : g + 16] = pool[offsets]
     ex.write(inst.dst, out if out.dtype == dtypes.to_numpy(inst.dst.dtype) else dtypes.compute_view(out))
+
+
+# --- registers ------------------------------------------------------------------------------
+
+
+@handles(RegisterSet)
+def _register_set(ex, inst: RegisterSet):
+    ex.registers[inst.register] = ex.register(inst.value, inst) if isinstance(inst.value, str) else int(inst.value)
+
+
+@handles(RegisterLoad)
+def _register_load(ex, inst: RegisterLoad):
+    value = ex.read(inst.src, "src").reshape(-1)[0]
+    ex.registers[inst.register] = int(value)
+
+
+@handles(RegisterStore)
+def _register_store(ex, inst: RegisterStore):
+    ex.write(inst.dst, np.array([ex.register(inst.register, inst)], dtype=np.int64))
 
 
 # --- synchronization: ordering only; the interpreter is already sequential ------------------

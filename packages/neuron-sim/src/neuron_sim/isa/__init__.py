@@ -1,6 +1,7 @@
 """The NeuronCore instruction set. Import instruction classes from here."""
 
 from .base import ENGINE_READS, ENGINE_WRITES, ENGINES, OPCODES, Instruction
+from .control import LoopEnd, LoopStart, RegisterLoad, RegisterSet, RegisterStore, loop_structure
 from .dma import DmaCopy, DmaIndirect, DmaInstruction, DmaTranspose
 from .gpsimd import AffineSelect, Iota, LocalGather, PartitionReduce
 from .scalar_engine import Activation
@@ -30,4 +31,5 @@ __all__ = [
     "Activation",
     "Iota", "AffineSelect", "PartitionReduce", "LocalGather",
     "SemaphoreSignal", "SemaphoreWait", "Barrier",
+    "RegisterSet", "RegisterLoad", "RegisterStore", "LoopStart", "LoopEnd", "loop_structure",
 ]

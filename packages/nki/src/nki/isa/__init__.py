@@ -304,3 +304,5 @@ def select(dst: NkiTensor, predicate: NkiTensor, on_true: NkiTensor, on_false, n
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "warnings", "Enum", "sim", "tracing")]
+
+from .registers import register_alloc, register_load, register_move, register_store  # noqa: E402

@@ -14,7 +14,8 @@ from neuron_sim import get_architecture as _get_architecture
 from ..tensor import NkiTensor
 from . import math_ops as _m
 from .indexing import DynSlice, IndexExpr, Mask, arange, ds, mgrid, par_dim
-from .loops import affine_range, no_reorder, sequential_range, static_range
+from .loops import affine_range, fori_loop, no_reorder, sequential_range, static_range, while_loop
+from .registers import VirtualRegister
 from .matmul_ops import matmul, transpose
 from .memory_ops import copy, empty_like, full, load, ndarray, ones, store, zeros, zeros_like
 from .spmd import num_programs, program_id, program_ndim

@@ -1,4 +1,9 @@
-"""Run-time addressing: per-partition indirect rows (``vector_offset``) for gathers and scatters.
+"""Run-time addressing: register offsets (``scalar_offset``) and per-partition indirect rows
+(``vector_offset``) for gathers and scatters.
+
+``t.ap(pattern, scalar_offset=r, indirect_dim=d)`` starts ``r * prod(t.shape[d+1:])`` elements
+further into the storage, where ``r`` is a register (a loop counter) or a [1, 1] SBUF integer read
+at run time.
 
 ``hbm_t.ap(pattern, vector_offset=idx)`` (or ``hbm_t.vector_select(0, idx)``) is a view whose row
 ``p`` is row ``idx[p]`` of ``hbm_t``; a DMA from it is a gather, a DMA into it a scatter - the
@@ -16,11 +21,7 @@ from ..tensor import ON_CHIP, NkiTensor
 def dynamic_view(t: NkiTensor, pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype) -> NkiTensor:
     ctx = tracing.current()
     if scalar_offset is not None:
-        raise ctx.error(
-            "view.scalar_offset",
-            "run-time scalar offsets (scalar_offset=) are not supported by this simulator yet; "
-            "index with a compile-time int, or gather rows with vector_offset=",
-        )
+        return _scalar_offset_view(ctx, t, pattern, offset, scalar_offset, indirect_dim, dtype)
     if t.buffer in ON_CHIP:
         raise ctx.error("view.vector_offset", f"vector_offset indexes an HBM tensor; {t!r} is on chip")
     if indirect_dim != 0:
@@ -49,3 +50,32 @@ def indirect_dma(dst: NkiTensor, src: NkiTensor, oob_mode: str, name=None):
                        oob_mode=oob_mode, name=name)
     ctx.emit(inst)
     return NkiInstruction(inst)
+
+
+def _scalar_offset_view(ctx, t: NkiTensor, pattern, offset, scalar_offset, indirect_dim, dtype) -> NkiTensor:
+    import math
+
+    from neuron_sim.isa import RegisterLoad
+
+    from .registers import VirtualRegister, new_register
+
+    if isinstance(scalar_offset, NkiTensor):
+        if scalar_offset.buffer != "sbuf" or scalar_offset.size != 1:
+            raise ctx.error("view.scalar_offset", f"scalar_offset must be a register or a [1, 1] SBUF integer, got {scalar_offset!r}")
+        register = new_register(ctx, "offset")
+        ctx.emit(RegisterLoad(register=register.name, src=scalar_offset.access_pattern()))
+    elif isinstance(scalar_offset, VirtualRegister):
+        register = scalar_offset
+    else:
+        raise ctx.error("view.scalar_offset", f"scalar_offset must be a register or a [1, 1] SBUF tensor, got {scalar_offset!r}")
+    if not 0 <= indirect_dim < t.ndim:
+        raise ctx.error("view.scalar_offset", f"indirect_dim {indirect_dim} is outside the {t.ndim} dims of {t!r}")
+    if t.buffer in ON_CHIP and indirect_dim == 0:
+        raise ctx.error("view.scalar_offset", "a run-time offset cannot move along the partition dim of an on-chip tensor")
+    stride = math.prod(t.shape[indirect_dim + 1 :])
+    base = t.ap(pattern, offset, dtype=dtype) if pattern is not None else t
+    view = base._view(base.shape, base.strides, base.offset, base.dtype)
+    ap = view.access_pattern()
+    view._ap = type(ap)(ap.memory, ap.dtype, ap.partition_start, ap.partition_count, ap.free, ap.offset, ap.tensor,
+                        ap.partition_stride, ap.dynamic + ((register.name, stride),))
+    return view
