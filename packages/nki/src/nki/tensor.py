@@ -88,7 +88,8 @@ def _row_major_strides(shape) -> tuple[int, ...]:
 class NkiTensor:
     """A view of a Storage. Indexing, reshape, permute, broadcast and ``ap`` return new views."""
 
-    __slots__ = ("storage", "dtype", "shape", "strides", "offset", "_ap", "_pending_matmul", "_indirect", "__weakref__")
+    __slots__ = ("storage", "dtype", "shape", "strides", "offset", "_ap", "_pending_matmul", "_indirect", "_overrun",
+                 "__weakref__")
     __array_priority__ = 1000  # numpy scalars defer to our operators
 
     def __init__(self, storage: Storage, shape=None, strides=None, offset: int = 0, dtype: str | None = None):
@@ -100,6 +101,7 @@ class NkiTensor:
         self._ap = None
         self._pending_matmul = None  # set by nl.matmul on its fresh result (see memory_ops.accumulate_into)
         self._indirect = None  # (index tile, rows) for a per-partition indirect view (see language/dynamic.py)
+        self._overrun = None  # ((axis, requested count, message, location), ...): see normalize_key
 
     # --- attributes as NKI names them -------------------------------------------------------
     @property
@@ -144,16 +146,22 @@ class NkiTensor:
     def __getitem__(self, key) -> NkiTensor:
         from .language.indexing import normalize_key
 
-        dims = normalize_key(key, self.shape, self.storage.on_chip)
-        shape, strides, offset = [], [], self.offset
+        overruns: list = []
+        dims = normalize_key(key, self.shape, self.storage.on_chip, overruns)
+        shape, strides, offset, out_axis = [], [], self.offset, {}
         for axis, (start, count, step, keep) in enumerate(dims):
             offset += start * self.strides[axis]
             if keep:
+                out_axis[axis] = len(shape)
                 shape.append(count)
                 strides.append(self.strides[axis] * step)
         if not shape:  # HBM scalar selection keeps one element
             shape, strides = [1], [1]
-        return self._view(tuple(shape), tuple(strides), offset)
+        view = self._view(tuple(shape), tuple(strides), offset)
+        if overruns or self._overrun:
+            # Clipped legacy index expressions: usable only under a mask that excludes the overrun.
+            view._overrun = tuple((out_axis[a], n, msg, tracing.user_location()) for a, n, msg in overruns) + (self._overrun or ())
+        return view
 
     def __setitem__(self, key, value) -> None:
         from .language.memory_ops import assign
@@ -205,8 +213,14 @@ class NkiTensor:
         return self._view(tuple(shape), tuple(strides), self.offset)
 
     def broadcast_to(self, shape) -> NkiTensor:
+        """Broadcast size-1 dims to ``shape`` (legacy method). Free dims broadcast as a view; a
+        one-partition tile is copied to every partition through TensorE (as nl.broadcast_to)."""
         shape = tuple(shape)
         view = self
+        if self.storage.on_chip and self.shape[0] == 1 and shape and shape[0] != 1:
+            from .language.math_ops import broadcast_partitions
+
+            view = broadcast_partitions(self, shape[0])
         while view.ndim < len(shape):
             view = view.expand_dim(1 if view.storage.on_chip and view.ndim >= 1 else 0)
         for dim, (have, want) in enumerate(zip(view.shape, shape)):
@@ -298,6 +312,11 @@ class NkiTensor:
         forbids merging across it, so the dims from there on stay separate free dims (reductions
         over trailing axes need that).
         """
+        if self._overrun:
+            from .errors import NkiValidationError
+
+            _, _, message, location = self._overrun[0]
+            raise NkiValidationError("index.out_of_bounds", message, location)
         if keep_split is not None:
             return self._build_ap(keep_split)
         if self._ap is None:

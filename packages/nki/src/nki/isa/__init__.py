@@ -7,6 +7,8 @@ instructions return a new tile, is accepted too: omit ``dst`` and the result is 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 from enum import Enum
 
@@ -28,6 +30,7 @@ class engine(Enum):  # noqa: N801 - NKI's names
     sync = 6
 
 
+_Engine = engine  # the enum, for functions whose ``engine`` parameter shadows it
 tensor_engine, scalar_engine, gpsimd_engine, vector_engine, unknown_engine = (
     engine.tensor, engine.scalar, engine.gpsimd, engine.vector, engine.unknown)
 
@@ -111,6 +114,33 @@ def _dst_or_new(dst, like: NkiTensor, dtype=None, buffer="sbuf") -> NkiTensor:
     return dst if dst is not None else ndarray(like.shape, dtype or like.dtype, buffer)
 
 
+def _legacy_form(*tensor_params: str):
+    """Accept the legacy ``neuronxcc.nki.isa`` call form too: the same parameters without ``dst``
+    (``nisa.nc_matmul(a, b)``, ``nisa.tensor_reduce(nl.max, x, axis=1)``), returning a new tile,
+    with the legacy ``mask=``. A call is legacy when ``dst`` is not passed by keyword and binding
+    it to the NKI 0.6 signature leaves one of ``tensor_params`` without a tensor."""
+
+    def wrap(func):
+        names = list(inspect.signature(func).parameters)  # names[0] is "dst"
+
+        @functools.wraps(func)
+        def call(*args, **kwargs):
+            mask = kwargs.pop("mask", None)
+            bound = {**dict(zip(names, args)), **kwargs}
+            if "dst" not in kwargs and any(not isinstance(bound.get(p), NkiTensor) for p in tensor_params):
+                bound = {**dict(zip(names[1:], args)), **kwargs}
+            if mask is not None:
+                from ..language.memory_ops import apply_mask
+
+                keys = [k for k, v in bound.items() if isinstance(v, NkiTensor)]
+                bound.update(zip(keys, apply_mask(mask, *(bound[k] for k in keys))))
+            return func(**bound)
+
+        return call
+
+    return wrap
+
+
 def _emit(inst: sim.Instruction, name=None) -> NkiInstruction:
     inst.name = name
     tracing.current().emit(inst)
@@ -134,17 +164,23 @@ def dma_transpose(dst: NkiTensor, src: NkiTensor, axes=None, priority=None, dge_
     return _emit(sim.DmaTranspose(dst=_ap(dst, "dst"), src=_ap(src, "src")), name)
 
 
+@_legacy_form("src")
 def tensor_copy(dst: NkiTensor = None, src: NkiTensor = None, engine=engine.unknown, name=None, dtype=None):
     out = _dst_or_new(dst, src, dtype)
     _emit(sim.TensorCopy(dst=_ap(out, "dst"), src=_ap(src, "src"), engine=_engine(engine, "vector")), name)
     return out
 
 
-def memset(dst: NkiTensor, value, engine=engine.unknown, name=None):
-    handle = _emit(sim.Memset(dst=_ap(dst, "dst"), value=float(value), engine=_engine(engine, "vector")), name)
+def memset(dst: NkiTensor, value, engine=engine.unknown, name=None, dtype=None, mask=None):
+    """Fill ``dst`` with ``value``. Legacy form: ``nisa.memset(shape, value, dtype)`` returns a new tile."""
+    if isinstance(dst, (tuple, list)):  # legacy memset(shape, value, dtype)
+        if not isinstance(engine, _Engine):  # the third positional argument is the dtype
+            dtype, engine = dtype if dtype is not None else engine, _Engine.unknown
+        dst = ndarray(dst, dtype, "sbuf")
+    _emit(sim.Memset(dst=_ap(dst, "dst"), value=float(value), engine=_engine(engine, "vector")), name)
     if dst.buffer == "psum":
         mark_psum_written(dst)
-    return handle
+    return dst
 
 
 def tensor_copy_predicated(dst: NkiTensor, src, predicate: NkiTensor, reverse_pred=False, name=None):
@@ -157,12 +193,12 @@ def tensor_copy_predicated(dst: NkiTensor, src, predicate: NkiTensor, reverse_pr
 
 
 # --- TensorE -----------------------------------------------------------------------------------
+@_legacy_form("stationary", "moving")
 def nc_matmul(dst: NkiTensor = None, stationary: NkiTensor = None, moving: NkiTensor = None, is_stationary_onezero=False,
               is_moving_onezero=False, is_transpose=False, accumulate=None, tile_position=(), tile_size=(),
               perf_mode=matmul_perf_mode.none, name=None):
     """``dst[M, N] = stationary[K, M].T @ moving[K, N]`` in PSUM; ``accumulate=None`` overwrites on
     the first write to a PSUM region and accumulates afterwards."""
-    ctx = tracing.current()
     if is_transpose:
         return nc_transpose(dst, stationary, engine=engine.tensor, name=name)
     mode = perf_mode.value if isinstance(perf_mode, matmul_perf_mode) else str(perf_mode)
@@ -179,13 +215,14 @@ def nc_matmul(dst: NkiTensor = None, stationary: NkiTensor = None, moving: NkiTe
                 f"{tracing.user_location()}: nc_matmul accumulate=True into a PSUM region no matmul has initialized "
                 "is undefined behaviour on hardware (the simulator adds to its current contents)",
                 RuntimeWarning, stacklevel=2)
-    handle = _emit(sim.Matmul(dst=_ap(dst, "dst"), stationary=_ap(stationary, "stationary"), moving=_ap(moving, "moving"),
-                              accumulate=acc, perf_mode=mode), name)
+    _emit(sim.Matmul(dst=_ap(dst, "dst"), stationary=_ap(stationary, "stationary"), moving=_ap(moving, "moving"),
+                     accumulate=acc, perf_mode=mode), name)
     if dst.buffer == "psum":
         mark_psum_written(dst)
     return dst
 
 
+@_legacy_form("data")
 def nc_transpose(dst: NkiTensor = None, data: NkiTensor = None, engine=engine.unknown, name=None):
     """Swap partitions and free elements: TensorE (<= 128x128, into PSUM) or VectorE (<= 32x32)."""
     eng = _engine(engine, None)
@@ -197,6 +234,7 @@ def nc_transpose(dst: NkiTensor = None, data: NkiTensor = None, engine=engine.un
 
 
 # --- VectorE / ScalarE / GpSimd ----------------------------------------------------------------
+@_legacy_form("data1", "data2")
 def tensor_tensor(dst: NkiTensor = None, data1: NkiTensor = None, data2: NkiTensor = None, op=None, engine=engine.unknown,
                   name=None, dtype=None):
     out = _dst_or_new(dst, data1, dtype)
@@ -205,6 +243,7 @@ def tensor_tensor(dst: NkiTensor = None, data1: NkiTensor = None, data2: NkiTens
     return out
 
 
+@_legacy_form("data")
 def tensor_scalar(dst: NkiTensor = None, data: NkiTensor = None, op0=None, operand0=None, reverse0=False, op1=None,
                   operand1=None, reverse1=False, engine=engine.unknown, name=None, dtype=None):
     out = _dst_or_new(dst, data, dtype)
@@ -215,6 +254,7 @@ def tensor_scalar(dst: NkiTensor = None, data: NkiTensor = None, op0=None, opera
     return out
 
 
+@_legacy_form("data", "operand1")
 def scalar_tensor_tensor(dst: NkiTensor = None, data: NkiTensor = None, op0=None, operand0=None, op1=None, operand1=None,
                          reverse0=False, reverse1=False, name=None, dtype=None):
     out = _dst_or_new(dst, data, dtype)
@@ -223,6 +263,7 @@ def scalar_tensor_tensor(dst: NkiTensor = None, data: NkiTensor = None, op0=None
     return out
 
 
+@_legacy_form("data")
 def tensor_reduce(dst: NkiTensor = None, op=None, data: NkiTensor = None, axis=None, negate=False, keepdims=False,
                   name=None, dtype=None):
     from ..language import math_ops
@@ -241,10 +282,14 @@ def tensor_reduce(dst: NkiTensor = None, op=None, data: NkiTensor = None, axis=N
     return dst
 
 
-def tensor_partition_reduce(dst: NkiTensor, op, data: NkiTensor, name=None):
-    return _emit(sim.PartitionReduce(dst=_ap(dst, "dst"), src=_ap(data, "data"), op=_op(op)), name)
+@_legacy_form("data")
+def tensor_partition_reduce(dst: NkiTensor = None, op=None, data: NkiTensor = None, name=None, dtype=None):
+    out = dst if dst is not None else ndarray((1,) + data.shape[1:], dtype or data.dtype, "sbuf")
+    _emit(sim.PartitionReduce(dst=_ap(out, "dst"), src=_ap(data, "data"), op=_op(op)), name)
+    return out
 
 
+@_legacy_form("data")
 def activation(dst: NkiTensor = None, op=None, data: NkiTensor = None, bias=None, scale=1.0, reduce_op=None,
                reduce_res: NkiTensor | None = None, reduce_cmd=reduce_cmd.idle, name=None, dtype=None):
     """``dst = op(data * scale + bias)`` on ScalarE; with ``reduce_op`` also reduces each row."""
@@ -256,42 +301,95 @@ def activation(dst: NkiTensor = None, op=None, data: NkiTensor = None, bias=None
     return out
 
 
-def activation_reduce(dst: NkiTensor, op, data: NkiTensor, reduce_op, reduce_res: NkiTensor, bias=None, scale=1.0,
-                      name=None):
-    return activation(dst, op, data, bias, scale, reduce_op, reduce_res, name=name)
+@_legacy_form("data")
+def activation_reduce(dst: NkiTensor = None, op=None, data: NkiTensor = None, reduce_op=None, reduce_res: NkiTensor = None,
+                      bias=None, scale=1.0, name=None, dtype=None):
+    return activation(dst=dst, op=op, data=data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res,
+                      name=name, dtype=dtype)
 
 
+@_legacy_form("data")
 def reciprocal(dst: NkiTensor = None, data: NkiTensor = None, name=None, dtype=None):
     out = _dst_or_new(dst, data, dtype)
     _emit(sim.Reciprocal(dst=_ap(out, "dst"), src=_ap(data, "data")), name)
     return out
 
 
-def iota(dst: NkiTensor, pattern, offset=0, channel_multiplier=0, name=None):
-    return _emit(sim.Iota(dst=_ap(dst, "dst"), pattern=tuple(tuple(int(v) for v in p) for p in pattern),
-                          offset=int(offset), channel_multiplier=int(channel_multiplier)), name)
+def iota(dst: NkiTensor = None, pattern=None, offset=0, channel_multiplier=0, name=None, dtype=None, mask=None):
+    """``dst[p, i...] = offset + p * channel_multiplier + sum(step * i)`` on GpSimd (int32 math).
+
+    Legacy form: ``nisa.iota(expr, dtype)`` with an ``nl.arange`` / ``nl.mgrid`` expression
+    returns a new tile shaped like the expression's index grid.
+    """
+    from ..language.indexing import AffineExpr, IndexExpr
+
+    if isinstance(dst, (IndexExpr, AffineExpr)):  # legacy iota(expr, dtype)
+        expr = AffineExpr.of(dst)
+        dtype = dtype if dtype is not None else pattern
+        channel_multiplier, pattern = expr.pattern()
+        shape = expr.shape()
+        out = ndarray(shape if len(shape) > 1 else shape + (1,), dtype, "sbuf")
+        _emit(sim.Iota(dst=_ap(out, "dst"), pattern=pattern, offset=expr.const, channel_multiplier=channel_multiplier), name)
+        return out
+    _emit(sim.Iota(dst=_ap(dst, "dst"), pattern=tuple(tuple(int(v) for v in p) for p in pattern),
+                   offset=int(offset), channel_multiplier=int(channel_multiplier)), name)
+    return dst
 
 
-def affine_select(dst: NkiTensor, pattern, channel_multiplier, on_true_tile: NkiTensor, on_false_value, cmp_op=None,
-                  offset=0, name=None):
-    return _emit(sim.AffineSelect(dst=_ap(dst, "dst"), src=_ap(on_true_tile, "on_true_tile"),
-                                  pattern=tuple(tuple(int(v) for v in p) for p in pattern),
-                                  on_false_value=float(on_false_value), offset=int(offset),
-                                  channel_multiplier=int(channel_multiplier),
-                                  cmp_op=_op(cmp_op) if cmp_op is not None else "equal"), name)
+def affine_select(dst: NkiTensor = None, pattern=None, channel_multiplier=None, on_true_tile: NkiTensor = None,
+                  on_false_value=None, cmp_op=None, offset=0, name=None, pred=None, dtype=None, mask=None):
+    """``dst = cmp_op(offset + p * channel_multiplier + sum(step * i), 0) ? on_true_tile : on_false_value``
+    on GpSimd - causal masks. Legacy form: ``nisa.affine_select(pred, on_true_tile, on_false_value)``
+    with ``pred`` a comparison of ``nl.arange`` / ``nl.mgrid`` expressions (``i_q >= i_k``)."""
+    from ..language.indexing import AffinePredicate
+
+    if pred is not None or isinstance(dst, AffinePredicate):  # legacy: (pred, on_true_tile, on_false_value)
+        if pred is None:
+            pred, on_true_tile, on_false_value = dst, pattern if on_true_tile is None else on_true_tile, (
+                channel_multiplier if on_false_value is None else on_false_value)
+        elif on_true_tile is None:
+            on_true_tile, on_false_value = dst, pattern if on_false_value is None else on_false_value
+        if not isinstance(pred, AffinePredicate):
+            raise tracing.current().error("affine_select.pred", f"pred must compare nl.arange/nl.mgrid expressions (i_q >= i_k), got {pred!r}")
+        if mask is not None:
+            from ..language.memory_ops import apply_mask
+
+            (on_true_tile,) = apply_mask(mask, on_true_tile)
+        channel_multiplier, pattern = pred.expr.pattern()
+        offset, cmp_op = pred.expr.const, pred.op
+        dst = ndarray(on_true_tile.shape, dtype or on_true_tile.dtype, "sbuf")
+    _emit(sim.AffineSelect(dst=_ap(dst, "dst"), src=_ap(on_true_tile, "on_true_tile"),
+                           pattern=tuple(tuple(int(v) for v in p) for p in pattern),
+                           on_false_value=float(on_false_value), offset=int(offset),
+                           channel_multiplier=int(channel_multiplier),
+                           cmp_op=_op(cmp_op) if cmp_op is not None else "equal"), name)
+    return dst
 
 
-def local_gather(dst: NkiTensor, src_buffer: NkiTensor, index: NkiTensor, num_elem_per_idx=1, num_valid_indices=None, name=None):
-    return _emit(sim.LocalGather(dst=_ap(dst, "dst"), src=_ap(src_buffer, "src_buffer"), index=_ap(index, "index"),
-                                 num_elem_per_idx=int(num_elem_per_idx)), name)
+@_legacy_form("src_buffer", "index")
+def local_gather(dst: NkiTensor = None, src_buffer: NkiTensor = None, index: NkiTensor = None, num_elem_per_idx=1,
+                 num_valid_indices=None, name=None):
+    out = dst if dst is not None else ndarray(
+        (index.shape[0], index.size // index.shape[0] * int(num_elem_per_idx)), src_buffer.dtype, "sbuf")
+    _emit(sim.LocalGather(dst=_ap(out, "dst"), src=_ap(src_buffer, "src_buffer"), index=_ap(index, "index"),
+                          num_elem_per_idx=int(num_elem_per_idx)), name)
+    return out
 
 
-def bn_stats(dst: NkiTensor, data: NkiTensor, name=None):
-    return _emit(sim.BnStats(dst=_ap(dst, "dst"), src=_ap(data, "data")), name)
+@_legacy_form("data")
+def bn_stats(dst: NkiTensor = None, data: NkiTensor = None, name=None, dtype=None):
+    """Per-partition [count, mean, count * var] of the even and odd elements (6 values)."""
+    out = dst if dst is not None else ndarray((data.shape[0], sim.vector.BN_STATS_WIDTH), dtype or data.dtype, "sbuf")
+    _emit(sim.BnStats(dst=_ap(out, "dst"), src=_ap(data, "data")), name)
+    return out
 
 
-def bn_aggr(dst: NkiTensor, data: NkiTensor, name=None):
-    return _emit(sim.BnAggr(dst=_ap(dst, "dst"), src=_ap(data, "data")), name)
+@_legacy_form("data")
+def bn_aggr(dst: NkiTensor = None, data: NkiTensor = None, name=None, dtype=None):
+    """[mean, variance] per partition from one or more bn_stats results."""
+    out = dst if dst is not None else ndarray((data.shape[0], sim.vector.BN_AGGR_WIDTH), dtype or data.dtype, "sbuf")
+    _emit(sim.BnAggr(dst=_ap(out, "dst"), src=_ap(data, "data")), name)
+    return out
 
 
 def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask, name=None):
@@ -305,4 +403,4 @@ def select(dst: NkiTensor, predicate: NkiTensor, on_true: NkiTensor, on_false, n
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "warnings", "Enum", "sim", "tracing")]
 
-from .registers import register_alloc, register_load, register_move, register_store  # noqa: E402
+from .registers import register_alloc, register_load, register_move, register_store  # noqa: E402, F401

@@ -11,14 +11,14 @@ from types import SimpleNamespace
 
 from neuron_sim import get_architecture as _get_architecture
 
-from ..tensor import NkiTensor
+from ..tensor import NkiTensor  # noqa: F401 - re-exported (see __all__)
 from . import math_ops as _m
-from .indexing import DynSlice, IndexExpr, Mask, arange, ds, mgrid, par_dim
-from .loops import affine_range, fori_loop, no_reorder, sequential_range, static_range, while_loop
-from .registers import VirtualRegister
-from .matmul_ops import matmul, transpose
-from .memory_ops import copy, empty_like, full, load, ndarray, ones, store, zeros, zeros_like
-from .spmd import num_programs, program_id, program_ndim
+from .indexing import DynSlice, IndexExpr, Mask, arange, ds, mgrid, par_dim  # noqa: F401 - re-exported (see __all__)
+from .loops import affine_range, fori_loop, no_reorder, sequential_range, static_range, while_loop  # noqa: F401 - re-exported (see __all__)
+from .matmul_ops import matmul, transpose  # noqa: F401 - re-exported (see __all__)
+from .memory_ops import copy, empty_like, full, load, ndarray, ones, store, zeros, zeros_like  # noqa: F401 - re-exported (see __all__)
+from .registers import VirtualRegister  # noqa: F401 - re-exported (see __all__)
+from .spmd import num_programs, program_id, program_ndim  # noqa: F401 - re-exported (see __all__)
 
 tensor = NkiTensor
 
@@ -127,6 +127,9 @@ def prod(x, axis, dtype=None, keepdims=False, mask=None):
 def all(x, axis, dtype=None, mask=None):  # noqa: A001
     return _m.reduce("logical_and", x, axis, dtype, False, mask)
 
+
+# The reductions double as ALU ops of nisa instructions (``nisa.tensor_reduce(op=nl.max, ...)``).
+sum.op_name, max.op_name, min.op_name, prod.op_name = "add", "maximum", "minimum", "multiply"
 
 mean = _m.mean
 var = _m.var

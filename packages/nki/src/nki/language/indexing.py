@@ -50,6 +50,8 @@ class IndexExpr:
     def __add__(self, other):
         if isinstance(other, int):
             return self._with(const=self.const + other)
+        if isinstance(other, (IndexExpr, AffineExpr)):
+            return AffineExpr.of(self) + other
         return NotImplemented
 
     __radd__ = __add__
@@ -57,7 +59,17 @@ class IndexExpr:
     def __sub__(self, other):
         if isinstance(other, int):
             return self._with(const=self.const - other)
+        if isinstance(other, (IndexExpr, AffineExpr)):
+            return AffineExpr.of(self) - other
         return NotImplemented
+
+    def __rsub__(self, other):
+        if isinstance(other, int):
+            return AffineExpr.of(self) * -1 + other
+        return NotImplemented
+
+    def __neg__(self):
+        return AffineExpr.of(self) * -1
 
     def __mul__(self, other):
         if isinstance(other, int):
@@ -69,18 +81,110 @@ class IndexExpr:
     def values(self) -> range:
         return range(self.const, self.const + self.coeff * self.size, self.coeff) if self.coeff else range(self.const, self.const + 1)
 
-    # Comparisons build masks (legacy ``mask=`` argument).
+    # Comparisons with a number build masks (legacy ``mask=`` argument); comparisons of two index
+    # expressions build affine predicates (legacy ``nisa.affine_select(pred=...)``).
     def __lt__(self, bound):
-        return Mask.of(self, "<", bound)
+        return Mask.of(self, "<", bound) if isinstance(bound, int) else AffineExpr.of(self).compare("less", bound)
 
     def __le__(self, bound):
-        return Mask.of(self, "<=", bound)
+        return Mask.of(self, "<=", bound) if isinstance(bound, int) else AffineExpr.of(self).compare("less_equal", bound)
 
     def __gt__(self, bound):
-        return Mask.of(self, ">", bound)
+        return Mask.of(self, ">", bound) if isinstance(bound, int) else AffineExpr.of(self).compare("greater", bound)
 
     def __ge__(self, bound):
-        return Mask.of(self, ">=", bound)
+        return Mask.of(self, ">=", bound) if isinstance(bound, int) else AffineExpr.of(self).compare("greater_equal", bound)
+
+
+class AffineExpr:
+    """``const + sum(coeff_a * i_a)`` over the axes of a legacy index grid (``i_p * 4 + i_f``).
+
+    Only the legacy instructions that evaluate an affine expression per element take one:
+    ``nisa.iota(expr, dtype)`` and ``nisa.affine_select(pred=expr cmp expr, ...)``.
+    """
+
+    __array_priority__ = 1000
+
+    def __init__(self, terms: dict, const: int, ndim: int):
+        self.terms = terms  # axis -> (coeff per step of that axis' index, number of steps)
+        self.const, self.ndim = const, ndim
+
+    @staticmethod
+    def of(e) -> AffineExpr:
+        if isinstance(e, AffineExpr):
+            return e
+        return AffineExpr({e.axis: (e.coeff, e.size)}, e.const, e.ndim)
+
+    def __add__(self, other):
+        if isinstance(other, int):
+            return AffineExpr(dict(self.terms), self.const + other, self.ndim)
+        if not isinstance(other, (IndexExpr, AffineExpr)):
+            return NotImplemented
+        other = AffineExpr.of(other)
+        terms = dict(self.terms)
+        for axis, (coeff, size) in other.terms.items():
+            if axis in terms:
+                if terms[axis][1] != size:
+                    raise tracing.current().error("index.affine", f"index expressions of sizes {terms[axis][1]} and {size} share axis {axis}")
+                coeff += terms[axis][0]
+            terms[axis] = (coeff, size)
+        return AffineExpr(terms, self.const + other.const, max(self.ndim, other.ndim))
+
+    __radd__ = __add__
+
+    def __mul__(self, k):
+        if not isinstance(k, int):
+            return NotImplemented
+        return AffineExpr({a: (c * k, n) for a, (c, n) in self.terms.items()}, self.const * k, self.ndim)
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return self * -1
+
+    def __sub__(self, other):
+        if isinstance(other, (int, IndexExpr, AffineExpr)):
+            return self + (-other if not isinstance(other, int) else -other)
+        return NotImplemented
+
+    def __rsub__(self, other):
+        return -self + other
+
+    def compare(self, op: str, other) -> AffinePredicate:
+        if not isinstance(other, (int, IndexExpr, AffineExpr)):
+            raise tracing.current().error("index.affine", f"cannot compare an index expression with {other!r}")
+        return AffinePredicate(self - other, op)
+
+    def __lt__(self, o):
+        return self.compare("less", o)
+
+    def __le__(self, o):
+        return self.compare("less_equal", o)
+
+    def __gt__(self, o):
+        return self.compare("greater", o)
+
+    def __ge__(self, o):
+        return self.compare("greater_equal", o)
+
+    def shape(self) -> tuple[int, ...]:
+        """The grid the expression spans: the index sizes per axis (1 where it does not vary)."""
+        return tuple(self.terms.get(a, (0, 1))[1] for a in range(self.ndim))
+
+    def pattern(self) -> tuple[int, tuple[tuple[int, int], ...]]:
+        """(channel_multiplier, free pattern) in the [step, count] form of nisa.iota/affine_select:
+        axis 0 is the partition, the others walk the free dims in order."""
+        shape = self.shape()
+        free = tuple((self.terms.get(a, (0, 1))[0], shape[a]) for a in range(1, self.ndim)) or ((0, 1),)
+        return self.terms.get(0, (0, 1))[0], free
+
+
+@dataclass(frozen=True)
+class AffinePredicate:
+    """``expr <op> 0`` evaluated per element (legacy affine_select's ``pred``)."""
+
+    expr: AffineExpr
+    op: str
 
 
 def arange(*args) -> IndexExpr:
@@ -136,9 +240,15 @@ def _compare(v, op, bound) -> bool:
     return {"<": v < bound, "<=": v <= bound, ">": v > bound, ">=": v >= bound}[op]
 
 
-def normalize_key(key, shape: tuple[int, ...], on_chip: bool) -> list[tuple[int, int, int, bool]]:
+def normalize_key(key, shape: tuple[int, ...], on_chip: bool, overruns: list | None = None) -> list[tuple[int, int, int, bool]]:
     """Per dimension of ``shape``: (start, count, step, keep). Integers drop a dim (except an
-    on-chip partition dim, which stays with size 1); everything else keeps it."""
+    on-chip partition dim, which stays with size 1); everything else keeps it.
+
+    A legacy index expression may run past the end of its dimension when a ``mask=`` cuts it
+    back (``a[i * 128 + ix, iy]`` with ``mask=(i * 128 + ix < rows)``): it is clipped to the
+    dimension and, if ``overruns`` is given, ``(dim, requested count, message)`` is appended so
+    the view can refuse to be used unless a mask covers the overrun.
+    """
     key = key if isinstance(key, tuple) else (key,)
     if any(k is Ellipsis for k in key):
         i = next(i for i, k in enumerate(key) if k is Ellipsis)
@@ -150,7 +260,15 @@ def normalize_key(key, shape: tuple[int, ...], on_chip: bool) -> list[tuple[int,
     for axis, dim in enumerate(shape):
         k = key[axis] if axis < len(key) else slice(None)
         if isinstance(k, IndexExpr):
-            k = slice(k.const, k.const + k.coeff * k.size, k.coeff) if k.coeff > 0 else k.const
+            if k.coeff > 0 and overruns is not None and 0 <= k.const < dim <= k.const + k.coeff * (k.size - 1):
+                message = (f"index expression {k.const} + {k.coeff} * arange({k.size}) of dimension {axis} (size {dim}) "
+                           f"reaches {k.const + k.coeff * (k.size - 1)}: out of bounds (add a mask= that excludes the overrun)")
+                overruns.append((axis, k.size, message))
+                k = slice(k.const, dim, k.coeff)
+            else:
+                k = slice(k.const, k.const + k.coeff * k.size, k.coeff) if k.coeff > 0 else k.const
+        if isinstance(k, (IndexExpr, AffineExpr)):
+            raise tracing.current().error("index.type", "index with an nl.arange expression per dimension (i * 128 + ix), not a sum over several")
         if isinstance(k, DynSlice):
             k = slice(k.start, k.start + k.size)
         if isinstance(k, slice):

@@ -178,9 +178,25 @@ def apply_mask(mask: Mask | None, *tensors: NkiTensor) -> list[NkiTensor]:
             continue
         key = []
         for axis, size in enumerate(t.shape):
+            if size == 1:  # a broadcast operand ([P, 1] scalars, [1, F] rows) keeps its one element
+                key.append(slice(None))
+                continue
             keep = mask.restrict(axis, size)
             if len(keep) == 0:
                 raise tracing.current().error("mask.empty", f"the mask leaves no elements along axis {axis}")
             key.append(slice(keep.start, keep.stop))
-        out.append(t[tuple(key)])
+        overrun = t._overrun
+        t._overrun = None  # index the clipped view itself; the mask decides below
+        try:
+            view = t[tuple(key)]
+        finally:
+            t._overrun = overrun
+        # A clipped index expression is fine when the mask excludes every position past the end.
+        if overrun:
+            for axis, requested, message, location in overrun:
+                if mask.restrict(axis, requested).stop > t.shape[axis]:
+                    from ..errors import NkiValidationError
+
+                    raise NkiValidationError("index.out_of_bounds", message, location)
+        out.append(view)
     return out
