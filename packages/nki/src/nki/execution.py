@@ -11,7 +11,6 @@ import os
 import threading
 
 import numpy as np
-
 from neuron_sim import ExactExecutor, dtypes
 from neuron_sim.memory.hbm import POISON_BYTE
 

@@ -15,7 +15,6 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from neuron_sim import Architecture, Program, dtypes, get_architecture
 from neuron_sim.program import TensorDecl
 
