@@ -16,7 +16,19 @@ from . import math_ops as _m
 from .indexing import DynSlice, IndexExpr, Mask, arange, ds, mgrid, par_dim  # noqa: F401 - re-exported (see __all__)
 from .loops import affine_range, fori_loop, no_reorder, sequential_range, static_range, while_loop  # noqa: F401 - re-exported (see __all__)
 from .matmul_ops import matmul, transpose  # noqa: F401 - re-exported (see __all__)
-from .memory_ops import copy, empty_like, full, load, ndarray, ones, store, zeros, zeros_like  # noqa: F401 - re-exported (see __all__)
+from .memory_ops import (  # noqa: F401 - re-exported (see __all__)
+    copy,
+    empty_like,
+    full,
+    load,
+    load_transpose2d,
+    ndarray,
+    ones,
+    shared_identity_matrix,
+    store,
+    zeros,
+    zeros_like,
+)
 from .registers import VirtualRegister  # noqa: F401 - re-exported (see __all__)
 from .spmd import num_programs, program_id, program_ndim  # noqa: F401 - re-exported (see __all__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from neuron_sim import dtypes
-from neuron_sim.isa import DmaCopy, Matmul, Memset, TensorCopy, TensorTensor
+from neuron_sim.isa import AffineSelect, DmaCopy, DmaTranspose, Matmul, Memset, TensorCopy, TensorTensor
 
 from .. import tracing
 from ..tensor import HBM_BUFFERS, ON_CHIP, NkiTensor, allocate_on_chip, hbm_storage
@@ -85,6 +85,29 @@ def load(src: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
     tile = ndarray(shape, dtype or src.dtype, "sbuf")
     ctx.emit(DmaCopy(dst=tile.access_pattern(), src=src.access_pattern()))
     return tile
+
+
+def load_transpose2d(src: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
+    """Load a 2-D HBM tensor [A, B] transposed into a new [B, A] SBUF tile (a DMA transpose)."""
+    ctx = tracing.current()
+    if src.buffer in ON_CHIP:
+        raise ctx.error("load.source", f"nl.load_transpose2d reads HBM; {src!r} is on chip (use nl.transpose)")
+    src = apply_mask(mask, src)[0]
+    if src.ndim != 2:
+        raise ctx.error("transpose.rank", f"nl.load_transpose2d takes a 2-D tensor, got shape {list(src.shape)}")
+    out = ndarray((src.shape[1], src.shape[0]), src.dtype, "sbuf")
+    ctx.emit(DmaTranspose(dst=out.access_pattern(), src=src.access_pattern()))
+    return out if dtype is None or dtypes.dtype_name(dtype) == out.dtype else copy(out, dtype)
+
+
+def shared_identity_matrix(n: int, dtype="uint8", dst: NkiTensor | None = None) -> NkiTensor:
+    """An [n, n] identity matrix in SBUF (ones, then GpSimd keeps the diagonal p - j == 0)."""
+    ctx = tracing.current()
+    out = dst if dst is not None else ndarray((n, n), dtype, "sbuf")
+    ones = full((n, n), 1, out.dtype)
+    ctx.emit(AffineSelect(dst=out.access_pattern(), src=ones.access_pattern(), pattern=((-1, n),), on_false_value=0.0,
+                          channel_multiplier=1, cmp_op="equal"))
+    return out
 
 
 def store(dst: NkiTensor, value, mask: Mask | None = None) -> None:
