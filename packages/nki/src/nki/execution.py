@@ -8,7 +8,9 @@ copied in and, if written, copied back. Returned tensors come back as new numpy 
 from __future__ import annotations
 
 import os
+import re
 import threading
+import warnings
 
 import numpy as np
 from neuron_sim import ExactExecutor, dtypes
@@ -66,13 +68,27 @@ def execute(compiled, args, kwargs) -> dict[str, np.ndarray]:
             buffers[name] = buf
             arrays[name] = buf.view(dtypes.to_numpy(decl.dtype)).reshape(decl.shape)
     policy = uninitialized_policy()
-    with _lock:
+    with _lock, warnings.catch_warnings(record=True) as caught:
+        # Record the executor's warnings (uninitialized reads) and re-issue them below from the
+        # kernel line they name, so filters and ``-W error`` see the user's file, not ours.
+        warnings.simplefilter("always")
         executor = _executor(compiled.arch, policy)
         for program in compiled.programs:
             executor.run(program, buffers)
+    for w in caught:
+        _reissue(w)
     for target, buf in copy_back:
         target[...] = buf.view(target.dtype).reshape(target.shape)
     return arrays
+
+
+_AT_LINE = re.compile(r" at (?P<path>[^()]+?):(?P<line>\d+)\)$")
+
+
+def _reissue(w: warnings.WarningMessage) -> None:
+    match = _AT_LINE.search(str(w.message))
+    path, line = (match["path"], int(match["line"])) if match else (w.filename, w.lineno)
+    warnings.warn_explicit(w.message, w.category, path, line)
 
 
 def _structure(returned, arrays):

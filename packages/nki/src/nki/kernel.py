@@ -126,7 +126,11 @@ class Kernel:
             configured = os.environ.get(LNC_ENV)
             if configured not in (None, "", "2"):
                 raise NkiError(f"kernel[2] launches on 2 physical cores (LNC=2) but {LNC_ENV}={configured}; set it to 2")
-        names = list(inspect.signature(self.func).parameters)
+        # Parameter names per position (``*args`` positions are named args_0, args_1, ...).
+        declared = list(inspect.signature(self.func).parameters.values())
+        names = [p.name for p in declared if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        rest = next((p.name for p in declared if p.kind == p.VAR_POSITIONAL), "arg")
+        names += [f"{rest}_{i}" for i in range(max(0, len(args) - len(names)))]
         programs, instances = [], []
         for program_id in itertools.product(*(range(g) for g in self.grid)):
             ctx = tracing.TraceContext(arch, tuple(program_id), self.grid)
@@ -135,8 +139,8 @@ class Kernel:
                 tensor_kwargs = {k: v for k, v in tensor_args.items() if isinstance(k, str)}
                 positional = [tensor_args[i] for i in range(len(args))]
                 result = self.func(*positional, **tensor_kwargs)
-                returned = _returned_names(ctx, result)
-                _finish_tensor_table(ctx, params, kw_params, returned, self.__name__)
+                returned = _returned_names(ctx, result, self.func)
+                _finish_tensor_table(ctx, params, kw_params, returned, self.__name__, self.func)
             instances.append((ctx, returned))
         if lnc:
             tables = _merge_tables([c for c, _ in instances])
@@ -174,23 +178,23 @@ def _bind_arguments(ctx, names, args, kwargs):
     return tensor_args, params, kw_params
 
 
-def _returned_names(ctx, result):
+def _returned_names(ctx, result, func):
     """The kernel's return value with HBM tensor names in place of tensors."""
     if result is None:
         return None
     if isinstance(result, NkiTensor):
+        where = tracing.function_location(func, returns=True)
         if result.buffer in ("sbuf", "psum"):
             raise NkiValidationError("kernel.return", f"a kernel returns HBM tensors (nl.shared_hbm); {result!r} is on chip",
-                                     tracing.user_location())
+                                     where)
         whole = result.storage.shape == result.shape and result.offset == 0
         if not whole:
-            raise NkiValidationError("kernel.return", f"return the whole output tensor, not a view of {result.name!r}",
-                                     tracing.user_location())
+            raise NkiValidationError("kernel.return", f"return the whole output tensor, not a view of {result.name!r}", where)
         return result.name
     if isinstance(result, (tuple, list)):
-        return type(result)(_returned_names(ctx, r) for r in result)
+        return type(result)(_returned_names(ctx, r, func) for r in result)
     raise NkiValidationError("kernel.return", f"a kernel returns tensors (or a tuple of them), got {type(result).__name__}",
-                             tracing.user_location())
+                             tracing.function_location(func, returns=True))
 
 
 def _flatten(returned) -> list[str]:
@@ -201,7 +205,7 @@ def _flatten(returned) -> list[str]:
     return [n for r in returned for n in _flatten(r)]
 
 
-def _finish_tensor_table(ctx, params, kw_params, returned, kernel_name: str) -> None:
+def _finish_tensor_table(ctx, params, kw_params, returned, kernel_name: str, func) -> None:
     """Set each HBM tensor's kind from how the kernel used it; refuse a kernel with no output."""
     outputs = set(_flatten(returned))
     arguments = set(params.values()) | set(kw_params.values())
@@ -219,12 +223,13 @@ def _finish_tensor_table(ctx, params, kw_params, returned, kernel_name: str) -> 
             "kernel.no_output",
             f"kernel {kernel_name!r} writes no output: return an nl.shared_hbm tensor or store into an output "
             "tensor passed as an argument",
-            None,
+            tracing.function_location(func),
         )
     unwritten = [n for n in outputs if n not in ctx.hbm_written]
     if unwritten:
         raise NkiValidationError(
-            "kernel.output_unwritten", f"kernel {kernel_name!r} returns tensor(s) {unwritten} but never writes them", None
+            "kernel.output_unwritten", f"kernel {kernel_name!r} returns tensor(s) {unwritten} but never writes them",
+            tracing.function_location(func, returns=True),
         )
 
 

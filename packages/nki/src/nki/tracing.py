@@ -7,8 +7,11 @@ instructions to the current context, tagged with the kernel line that made them.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 import sys
+import textwrap
 from contextlib import contextmanager
 
 from neuron_sim import Architecture, ValidationError
@@ -32,6 +35,40 @@ def user_location() -> str | None:
             return f"{path}:{frame.f_lineno}"
         frame = frame.f_back
     return None
+
+
+def function_location(func, returns: bool = False) -> str | None:
+    """``file:line`` of a kernel's ``def`` statement - or, with ``returns``, of its return
+    statement when it has exactly one. Errors about what a kernel returns or writes are found
+    after its frame is gone; this still points them into the kernel."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return None
+    fallback = f"{code.co_filename}:{code.co_firstlineno}"
+    try:
+        lines, first = inspect.getsourcelines(func)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return fallback
+    node = tree.body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return fallback
+    line = node.lineno  # the ``def`` line (decorators are not part of it)
+    if returns:
+        found = [n.lineno for n in _own_nodes(node) if isinstance(n, ast.Return) and n.value is not None]
+        if len(found) == 1:
+            line = found[0]
+    return f"{code.co_filename}:{first + line - 1}"
+
+
+def _own_nodes(func_node):
+    """The nodes of a function body, not descending into nested functions or classes."""
+    stack = list(func_node.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 class TraceContext:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from neuron_sim import dtypes
+from neuron_sim import ValidationError, dtypes
 from neuron_sim.isa import AffineSelect, DmaCopy, DmaTranspose, Matmul, Memset, TensorCopy, TensorTensor
 
 from .. import tracing
@@ -22,6 +22,18 @@ def _shape(shape) -> tuple[int, ...]:
     return out
 
 
+def nki_dtype(dtype) -> str:
+    """The NKI dtype name of ``dtype``; 64-bit types and others NKI does not have are rejected."""
+    ctx = tracing.current()
+    try:
+        name = dtypes.dtype_name(dtype)
+    except ValidationError as err:
+        raise ctx.error(err.rule, err.detail) from None
+    if name in dtypes.HBM_ONLY:
+        raise ctx.error("dtype.unsupported", f"{name} is not an NKI dtype (no NeuronCore engine computes in it); use float32 or int32")
+    return name
+
+
 def ndarray(shape, dtype, buffer="sbuf", name: str = "", address=None) -> NkiTensor:
     """A new, uninitialized tensor (on-chip memory reads as NaN until written)."""
     ctx = tracing.current()
@@ -29,7 +41,7 @@ def ndarray(shape, dtype, buffer="sbuf", name: str = "", address=None) -> NkiTen
     if buffer not in BUFFERS:
         raise ctx.error("tensor.buffer", f"unknown buffer {buffer!r}; use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
     shape = _shape(shape)
-    dtype = dtypes.dtype_name(dtype)
+    dtype = nki_dtype(dtype)
     if buffer in ON_CHIP:
         return NkiTensor(allocate_on_chip(ctx, buffer, shape, dtype, name, address))
     kind = "internal"  # becomes an output if the kernel returns it
