@@ -106,5 +106,5 @@ def run(kernel, args, kwargs):
             raise NkiError("float64 arrays have no NeuronCore dtype; convert to float32 (or bfloat16) first")
     compiled = kernel.compile(args, kwargs)
     arrays = execute(compiled, args, kwargs)
-    kernel.last_timing = compiled.timing()
+    kernel.record(last_timing=compiled.timing())
     return _structure(compiled.returned, arrays)

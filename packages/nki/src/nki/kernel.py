@@ -94,9 +94,20 @@ class Kernel:
         self._cache: dict = {} if cache is None else cache
         self.benchmark_result = None
         self.last_timing = None  # TimingResult list of the latest call
+        self._origin: Kernel | None = None  # the kernel ``self`` was made from by ``kernel[grid]``
 
     def __getitem__(self, grid) -> Kernel:
-        return Kernel(self.func, _grid(grid), self._cache, **self.options)
+        launch = type(self)(self.func, _grid(grid), self._cache, **self.options)
+        launch._origin = self._origin or self
+        return launch
+
+    def record(self, **results) -> None:
+        """Set results of a call (last_timing, benchmark_result) here and on the kernel this
+        launch was made from, so ``k[2](...)`` updates ``k.last_timing`` too."""
+        for target in (self, self._origin):
+            if target is not None:
+                for name, value in results.items():
+                    setattr(target, name, value)
 
     def __call__(self, *args, **kwargs):
         if any(_is_torch(a) for a in itertools.chain(args, kwargs.values())):
@@ -114,6 +125,10 @@ class Kernel:
 
     def compile(self, args, kwargs, arch: Architecture | None = None) -> CompiledKernel:
         arch = arch or get_architecture()
+        if self.grid == (2,):  # checked at every launch: the runtime config is not part of the cache key
+            configured = os.environ.get(LNC_ENV)
+            if configured not in (None, "", "2"):
+                raise NkiError(f"kernel[2] launches on 2 physical cores (LNC=2) but {LNC_ENV}={configured}; set it to 2")
         key = self.signature(args, kwargs, arch)
         compiled = self._cache.get(key)
         if compiled is None:
@@ -122,10 +137,6 @@ class Kernel:
 
     def _trace(self, args, kwargs, arch: Architecture) -> CompiledKernel:
         lnc = self.grid in ((1,), (2,))
-        if self.grid == (2,):
-            configured = os.environ.get(LNC_ENV)
-            if configured not in (None, "", "2"):
-                raise NkiError(f"kernel[2] launches on 2 physical cores (LNC=2) but {LNC_ENV}={configured}; set it to 2")
         # Parameter names per position (``*args`` positions are named args_0, args_1, ...).
         declared = list(inspect.signature(self.func).parameters.values())
         names = [p.name for p in declared if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
