@@ -224,6 +224,11 @@ class Mask:
     def __and__(self, other: Mask) -> Mask:
         return Mask(self.conditions + other.conditions)
 
+    def extent(self, axis: int) -> int | None:
+        """Positions of the index expression(s) the mask constrains on output ``axis`` (None: free)."""
+        sizes = [expr.size for expr, _, _ in self.conditions if expr.axis == axis]
+        return max(sizes) if sizes else None
+
     def restrict(self, axis: int, expr_size: int) -> range:
         """Positions (0..size) along output ``axis`` that satisfy every condition on that axis."""
         keep = range(expr_size)
@@ -272,11 +277,13 @@ def normalize_key(key, shape: tuple[int, ...], on_chip: bool, overruns: list | N
         if isinstance(k, DynSlice):
             k = slice(k.start, k.start + k.size)
         if isinstance(k, slice):
-            start, stop, step = k.indices(dim)
-            raw_stop = k.stop if k.stop is None or k.stop >= 0 else k.stop + dim
-            raw_start = k.start if k.start is None or k.start >= 0 else k.start + dim
-            count = len(range(start, stop, step))
-            if step <= 0 or count == 0 or (raw_stop is not None and raw_stop > dim) or (raw_start is not None and raw_start < 0):
+            # Bounds are checked on the elements the slice reaches (x[1:65:2] of 64 ends at 63),
+            # without Python's clipping (x[0:300] of 256 is out of bounds, not 256 elements).
+            step = 1 if k.step is None else int(k.step)
+            start = 0 if k.start is None else int(k.start) + (dim if int(k.start) < 0 else 0)
+            stop = dim if k.stop is None else int(k.stop) + (dim if int(k.stop) < 0 else 0)
+            count = len(range(start, stop, step)) if step > 0 else 0
+            if step <= 0 or count == 0 or start < 0 or start + (count - 1) * step >= dim:
                 raise tracing.current().error(
                     "index.out_of_bounds",
                     f"slice {_fmt(k)} of dimension {axis} (size {dim}) is empty or out of bounds",

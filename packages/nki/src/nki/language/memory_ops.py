@@ -213,13 +213,21 @@ def apply_mask(mask: Mask | None, *tensors: NkiTensor) -> list[NkiTensor]:
             continue
         key = []
         for axis, size in enumerate(t.shape):
-            if size == 1:  # a broadcast operand ([P, 1] scalars, [1, F] rows) keeps its one element
+            extent = mask.extent(axis)  # size of the index expression the mask constrains on this axis
+            if size == 1 or extent is None:  # broadcast operands ([P, 1], [1, F]) and free axes stay whole
                 key.append(slice(None))
                 continue
-            keep = mask.restrict(axis, size)
+            keep = mask.restrict(axis, extent)
             if len(keep) == 0:
                 raise tracing.current().error("mask.empty", f"the mask leaves no elements along axis {axis}")
-            key.append(slice(keep.start, keep.stop))
+            if size >= keep.stop:  # positions of the index expression: cut them out
+                key.append(slice(keep.start, keep.stop))
+            elif size == len(keep):  # a tile a masked op already produced at the masked size
+                key.append(slice(None))
+            else:
+                raise tracing.current().error(
+                    "mask.shape", f"axis {axis} of {list(t.shape)} matches neither the masked index expression "
+                    f"({extent} positions) nor the {len(keep)} positions the mask keeps")
         overrun = t._overrun
         t._overrun = None  # index the clipped view itself; the mask decides below
         try:

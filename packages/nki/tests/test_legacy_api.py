@@ -1,0 +1,203 @@
+"""The legacy ``neuronxcc.nki`` API: the import path, index expressions, masks, tiles returned
+by ops, SPMD grids and the legacy entry points."""
+
+import os
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import nki as new_nki
+import numpy as np
+import pytest
+from nki_helpers import assert_close, rand
+
+
+def test_import_paths_are_the_same_modules():
+    import neuronxcc.nki.isa
+    import neuronxcc.nki.language
+    import nki.isa
+    import nki.language
+
+    assert neuronxcc.nki.language is nki.language and neuronxcc.nki.isa is nki.isa
+    assert nki.jit is new_nki.jit and nki.simulate_kernel is new_nki.simulate_kernel
+
+
+@nki.jit
+def spmd_add(a, b):
+    c = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p = nl.program_id(0) * 128 + nl.arange(128)[:, None]
+    i_f = nl.program_id(1) * 256 + nl.arange(256)[None, :]
+    nl.store(c[i_p, i_f], value=nl.load(a[i_p, i_f]) + nl.load(b[i_p, i_f]))
+    return c
+
+
+def test_spmd_grid_runs_every_instance():
+    a, b = rand((384, 512), seed=1), rand((384, 512), seed=2)
+    assert_close(nki.simulate_kernel(spmd_add[3, 2], a, b), a + b)
+    compiled = spmd_add[3, 2].compile((a, b), {})
+    # instances run one after another on one core: one program, device times add up
+    assert len(compiled.programs) == 1 and not compiled.parallel
+
+
+def test_program_queries_on_a_2d_grid():
+    seen = []
+
+    @nki.jit
+    def probe(x):
+        seen.append((nl.program_id(0), nl.program_id(1), nl.num_programs(), nl.num_programs(0), nl.num_programs(axes=1),
+                     nl.program_ndim()))
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(x))
+        return out
+
+    probe[2, 3](rand((8, 8)))
+    assert seen[0] == (0, 0, 6, 2, 3, 2) and seen[-1] == (1, 2, 6, 2, 3, 2) and len(seen) == 6
+
+
+def test_mgrid_arange_steps_and_ds():
+    @nki.jit
+    def gather(x):
+        out = nl.ndarray((64, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+        i_p, i_f = nl.mgrid[0:64, 0:32]
+        evens = nl.load(x[2 * i_p, i_f + 8])  # every other row, columns 8..39
+        odd_cols = nl.load(x[nl.ds(1, 64), nl.arange(1, 64, 2)[None, :]])
+        nl.store(out[i_p, i_f], value=evens + odd_cols)
+        return out
+
+    x = rand((128, 64), seed=3)
+    assert_close(gather(x), x[0:128:2, 8:40] + x[1:65, 1:64:2])
+
+
+def test_operators_return_new_tiles():
+    @nki.jit
+    def ops(a, b):
+        out = nl.ndarray((6,) + a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        x, y = nl.load(a), nl.load(b)
+        for i, t in enumerate([x * 2.0 + y, 1.0 - x, -y, x / y, (x > y) * 1.0, nl.maximum(x, y) ** 2.0]):
+            nl.store(out[i], value=t)
+        return out
+
+    a, b = rand((128, 32), seed=4, low=0.5, high=2), rand((128, 32), seed=5, low=0.5, high=2)
+    got = ops(a, b)
+    for g, e in zip(got, [a * 2 + b, 1 - a, -b, a / b, (a > b) * 1.0, np.maximum(a, b) ** 2]):
+        assert_close(g, e, rtol=1e-5)
+
+
+def test_mask_restricts_compute_and_store():
+    @nki.jit
+    def masked_relu(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.zeros(x.shape, dtype=x.dtype))
+        i_p, i_f = nl.mgrid[0:128, 0:64]
+        t = nl.load(x[i_p, i_f])
+        r = nl.relu(t, mask=(i_p < 100) & (i_f >= 16))
+        nl.store(out[i_p, i_f], value=r, mask=(i_p < 100) & (i_f >= 16))
+        return out
+
+    x = rand((128, 64), seed=6)
+    expected = np.zeros_like(x)
+    expected[:100, 16:] = np.maximum(x[:100, 16:], 0)
+    np.testing.assert_array_equal(masked_relu(x), expected)
+
+
+def test_masked_load_past_the_end_of_a_tensor():
+    @nki.jit
+    def tail_rows(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        ix, iy = nl.arange(128)[:, None], nl.arange(x.shape[1])[None, :]
+        for i in nl.affine_range((x.shape[0] + 127) // 128):
+            t = nl.load(x[i * 128 + ix, iy], mask=(i * 128 + ix < x.shape[0]))
+            nl.store(out[i * 128 + ix, iy], value=nl.exp(t), mask=(i * 128 + ix < x.shape[0]))
+        return out
+
+    x = rand((200, 16), seed=7)
+    assert_close(tail_rows(x), np.exp(x), rtol=1e-6)
+
+
+def test_par_dim_and_psum_accumulation():
+    @nki.jit
+    def matmul(lhsT, rhs):
+        out = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((nl.par_dim(lhsT.shape[1]), rhs.shape[1]), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.sequential_range(lhsT.shape[0] // 128):
+            acc += nl.matmul(nl.load(lhsT[k * 128:(k + 1) * 128, :]), nl.load(rhs[k * 128:(k + 1) * 128, :]),
+                             transpose_x=True)
+        nl.store(out, value=acc)
+        return out
+
+    lhsT, rhs = rand((384, 64), seed=8), rand((384, 200), seed=9)
+    assert_close(matmul(lhsT, rhs), lhsT.T @ rhs, rtol=1e-4, atol=1e-4)
+
+
+def test_plus_equals_on_sbuf_adds_elementwise():
+    @nki.jit
+    def running_sum(x):
+        out = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, x.shape[1]), dtype=nl.float32)
+        for i in nl.static_range(x.shape[0] // 128):
+            acc += nl.load(x[i * 128:(i + 1) * 128, :])
+        nl.store(out, value=acc)
+        return out
+
+    x = rand((512, 16), seed=10)
+    assert_close(running_sum(x), x.reshape(4, 128, 16).sum(0), rtol=1e-5)
+
+
+def test_isa_calls_return_tiles():
+    @nki.jit
+    def isa_chain(x):
+        out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        e = nisa.activation(nl.exp, t, scale=0.5)  # exp(0.5 x)
+        s = nisa.tensor_reduce(nl.add, e, axis=1, keepdims=True)
+        m = nisa.tensor_scalar(t, nl.multiply, 2.0, op1=nl.add, operand1=1.0)  # 2x + 1
+        mx = nisa.tensor_reduce(op=nl.max, data=m, axis=(1,), keepdims=True)
+        r = nisa.reciprocal(s)
+        c = nisa.tensor_copy(r, dtype=nl.float32)
+        st = nisa.bn_aggr(nisa.bn_stats(t, dtype=nl.float32))
+        io = nisa.iota(nl.arange(128)[:, None] * 3, dtype=nl.float32)
+        ms = nisa.memset((128, 1), 7.0, nl.float32)
+        tt = nisa.tensor_tensor(c, ms, op=nl.add)
+        res = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        for j, col in enumerate([s, mx, r, tt, st[:, 0:1], st[:, 1:2], io, ms]):
+            nisa.tensor_copy(dst=res[:, j:j + 1], src=col)
+        nl.store(out, value=res)
+        return out
+
+    x = rand((128, 64), seed=11)
+    s = np.exp(0.5 * x).sum(1)
+    expected = np.stack([s, (2 * x + 1).max(1), 1 / s, 1 / s + 7, x.mean(1), x.var(1), 3.0 * np.arange(128),
+                         np.full(128, 7.0)], axis=1)
+    assert_close(isa_chain(x), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_iota_and_affine_select_from_index_expressions():
+    @nki.jit
+    def lower_triangle(x):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        i_p, i_f = nl.mgrid[0:128, 0:128]
+        t = nl.load(x)
+        tri = nisa.affine_select(pred=(i_f <= i_p), on_true_tile=t, on_false_value=0.0)
+        idx = nisa.iota(i_p * 128 + i_f, nl.float32)
+        nl.store(out, value=nl.add(tri, nl.multiply(idx, 0.0)))
+        return out
+
+    x = rand((128, 128), seed=12)
+    np.testing.assert_array_equal(lower_triangle(x), np.tril(x))
+
+
+def test_baremetal_runs_and_saves_a_neff(tmp_path):
+    path = tmp_path / "add.neff"
+    a, b = rand((128, 256), seed=13), rand((128, 256), seed=14)
+    out = nki.baremetal(spmd_add[1, 1], save_neff_name=str(path))(a, b)
+    assert_close(out, a + b)
+    assert os.path.getsize(path) > 0
+
+
+def test_program_id_outside_a_grid_axis():
+    @nki.jit
+    def bad(x):
+        nl.program_id(2)
+
+    with pytest.raises(nki.NkiValidationError, match=r"\[spmd.axis\].*axis 2"):
+        bad[2, 2](rand((8, 8)))
