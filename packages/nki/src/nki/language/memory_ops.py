@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from neuron_sim import ValidationError, dtypes
 from neuron_sim.isa import AffineSelect, DmaCopy, DmaTranspose, Matmul, Memset, TensorCopy, TensorTensor
 
@@ -78,13 +76,13 @@ def fill(t: NkiTensor, value) -> None:
         if t.buffer == "psum":
             mark_psum_written(t)
         return
-    rows = min(t.shape[0], ctx.arch.num_partitions) if t.ndim > 1 else 1
-    cols = math.prod(t.shape) // (t.shape[0] if t.ndim > 1 else 1)
-    tile = full((rows, cols), value, t.dtype)
-    flat = t.reshape((t.shape[0], cols)) if t.ndim > 1 else t.reshape((1, cols))
-    for r in range(0, flat.shape[0], rows):
-        n = min(rows, flat.shape[0] - r)
-        ctx.emit(DmaCopy(dst=flat[r : r + n, :].access_pattern(), src=tile[0:n, :].access_pattern()))
+    # HBM: DMA from one filled tile, up to 128 rows at a time.
+    rows = t.shape[0] if t.ndim > 1 else 1
+    chunk = min(rows, ctx.arch.num_partitions)
+    tile = full((chunk,) + (t.shape[1:] if t.ndim > 1 else t.shape), value, t.dtype)
+    for r in range(0, rows, chunk):
+        n = min(chunk, rows - r)
+        ctx.emit(DmaCopy(dst=(t[r : r + n] if t.ndim > 1 else t).access_pattern(), src=tile[0:n].access_pattern()))
 
 
 def load(src: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
@@ -127,6 +125,10 @@ def store(dst: NkiTensor, value, mask: Mask | None = None) -> None:
     ctx = tracing.current()
     if dst.buffer in ON_CHIP:
         raise ctx.error("store.destination", f"nl.store writes HBM; {dst!r} is on chip (use nl.copy or nisa.tensor_copy)")
+    if isinstance(value, (int, float, bool)):  # a number: fill the destination (128 rows at a time)
+        (dst,) = apply_mask(mask, dst)
+        fill(dst, value)
+        return
     value = as_tile(value, dst)
     dst, value = apply_mask(mask, dst, value)
     if value.buffer == "psum":
