@@ -66,6 +66,9 @@ class reduce_cmd(Enum):  # noqa: N801
     load_reduce = 4
 
 
+_ReduceCmd = reduce_cmd  # the enum, for functions whose ``reduce_cmd`` parameter shadows it
+
+
 class NkiInstruction:
     """Handle to an emitted instruction (``name=`` lookups and ``depends_on`` ordering)."""
 
@@ -251,6 +254,43 @@ def tensor_scalar(dst: NkiTensor = None, data: NkiTensor = None, op0=None, opera
                            operand0=None if operand0 is None else _operand(operand0), reverse0=reverse0,
                            op1=None if op1 is None else _op(op1), operand1=None if operand1 is None else _operand(operand1),
                            reverse1=reverse1, engine=_engine(engine, "vector")), name)
+    return out
+
+
+@_legacy_form("data")
+def tensor_scalar_reduce(dst: NkiTensor = None, data: NkiTensor = None, op0=None, operand0=None, reduce_op=None,
+                         reduce_res: NkiTensor | None = None, reverse0=False, reduce_cmd=reduce_cmd.reset_reduce,
+                         reduce_init=None, reduce_res_negate=False, name=None, dtype=None):
+    """``dst = data op0 operand0`` and ``reduce_res = reduce_op(dst)`` over the free dims (VectorE).
+
+    The simulator has no fused instruction for this: it runs as a tensor_scalar followed by a
+    tensor_reduce (one extra VectorE instruction in the timing). The engine's accumulator
+    registers are not modelled, so ``reduce_cmd=reduce`` and ``reduce_res=None`` are refused;
+    ``load_reduce`` combines ``reduce_init`` with this instruction's reduction.
+    """
+    ctx = tracing.current()
+    mode = reduce_cmd.name if isinstance(reduce_cmd, _ReduceCmd) else str(reduce_cmd)
+    if mode not in ("reset_reduce", "load_reduce") or reduce_res is None:
+        raise ctx.error("tensor_scalar_reduce.accumulator",
+                        f"reduce_cmd={mode} with reduce_res={'None' if reduce_res is None else 'a tile'}: the Vector engine's "
+                        "accumulator registers are not simulated; use reset_reduce (or load_reduce) with a reduce_res tile")
+    if (mode == "load_reduce") != (reduce_init is not None):
+        raise ctx.error("tensor_scalar_reduce.reduce_init", "reduce_init goes with reduce_cmd=load_reduce (and only with it)")
+    out = tensor_scalar(dst=dst, data=data, op0=op0, operand0=operand0, reverse0=reverse0, name=name, dtype=dtype)
+    flat = out.reshape((out.shape[0], out.size // out.shape[0])) if out.ndim > 2 else out
+    if reduce_init is None:
+        tensor_reduce(dst=reduce_res, op=reduce_op, data=flat, axis=1, negate=reduce_res_negate)
+    else:
+        partial = ndarray((out.shape[0], 1), "float32", "sbuf")
+        tensor_reduce(dst=partial, op=reduce_op, data=flat, axis=1)
+        init = reduce_init if isinstance(reduce_init, NkiTensor) else None
+        if init is None:
+            tensor_scalar(dst=reduce_res, data=partial, op0=reduce_op, operand0=float(reduce_init),
+                          op1="multiply" if reduce_res_negate else None, operand1=-1.0 if reduce_res_negate else None)
+        else:
+            tensor_tensor(dst=reduce_res, data1=partial, data2=init, op=reduce_op)
+            if reduce_res_negate:
+                tensor_scalar(dst=reduce_res, data=reduce_res, op0="multiply", operand0=-1.0)
     return out
 
 
