@@ -29,7 +29,11 @@ class Activation(Instruction):
     reduce_res: AccessPattern | None = None
 
     def reads(self):
-        return [self.src] + [o for o in (self.scale, self.bias) if isinstance(o, AccessPattern)]
+        reads = [self.src]
+        for operand in (self.scale, self.bias):  # a [P, 1] tile, or an immediate
+            if isinstance(operand, AccessPattern):
+                reads.append(operand)
+        return reads
 
     def writes(self):
         return [self.dst] + ([self.reduce_res] if self.reduce_res is not None else [])

@@ -44,7 +44,7 @@ class Matmul(Instruction):
     perf_mode: str = "none"  # "double_row" for FP8 on NC-v3/v4
 
     def reads(self):
-        return [self.stationary, self.moving] + ([self.dst] if self.accumulate else [])
+        return [self.stationary, self.moving, self.dst] if self.accumulate else [self.stationary, self.moving]
 
     def writes(self):
         return [self.dst]

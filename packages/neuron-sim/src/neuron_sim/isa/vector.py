@@ -89,7 +89,11 @@ class TensorScalar(_Elementwise):
     reverse1: bool = False
 
     def reads(self):
-        return [self.src] + [o for o in (self.operand0, self.operand1) if isinstance(o, AccessPattern)]
+        reads = [self.src]
+        for operand in (self.operand0, self.operand1):  # a [P, 1] tile, or an immediate
+            if isinstance(operand, AccessPattern):
+                reads.append(operand)
+        return reads
 
     def writes(self):
         return [self.dst]

@@ -24,6 +24,7 @@ MEMORIES = (SBUF, PSUM, HBM)
 MAX_FREE_DIMS = 4
 DEPENDENCY_BLOCK = 64  # bytes per partition; the timing model's on-chip dependency granularity
 _SIGNATURES: dict[tuple, int] = {}
+_LOCATIONS: dict[tuple, int] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,9 @@ class AccessPattern:
     cost_signature: int = field(init=False, repr=False, compare=False)
     # On chip: the range of 64-byte dependency blocks touched in each partition (timing model).
     dependency_blocks: tuple[int, int] = field(init=False, repr=False, compare=False)
+    # Where the pattern lands (memory, HBM tensor, byte span, whether a run-time offset moves it),
+    # interned to a small int: the timing model caches each location's dependency footprint.
+    location_key: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.memory not in MEMORIES:
@@ -88,6 +92,8 @@ class AccessPattern:
         object.__setattr__(self, "cost_signature", _SIGNATURES.setdefault(signature, len(_SIGNATURES)))
         lo, hi = self._span
         object.__setattr__(self, "dependency_blocks", (lo // DEPENDENCY_BLOCK, (hi - 1) // DEPENDENCY_BLOCK + 1))
+        location = (self.memory, self.tensor, lo, hi, bool(self.dynamic))
+        object.__setattr__(self, "location_key", _LOCATIONS.setdefault(location, len(_LOCATIONS)))
 
     # --- shape -----------------------------------------------------------------------------
     @property

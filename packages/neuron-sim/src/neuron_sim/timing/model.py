@@ -11,8 +11,9 @@ the fixed DMA latency, moves its bytes on the DMA engines serving its partitions
 its queue.
 
 Timing depends only on the instruction list, never on data, so it is computed once per program.
-The loop below is the simulator's hottest Python path: ``plan.py`` precomputes every cost, and
-records are kept as tuples until someone asks for record objects.
+The loop below is the simulator's hottest Python path: ``plan.py`` lowers the whole program first
+(every cost, and every operand's dependency footprint, compressed as ``footprints.py`` explains),
+and records are kept as tuples until someone asks for record objects.
 """
 
 from __future__ import annotations
@@ -32,41 +33,60 @@ THROTTLE_IDLE_NS = 1000.0  # TensorE idle longer than this re-engages dI/dt thro
 THROTTLE_RAMP_NS = 3000.0  # ramp from 50% to 100% utilization (neuron-explorer glossary)
 
 
-def _ready(read_blocks, write_blocks):
+# Most footprints are a single slot (footprints.py): index it rather than slice and max().
+def _ready(read_fps, write_fps):
     """Earliest start allowed by memory dependencies, and the track of the binding producer."""
     ready, by = 0.0, ""
-    for wend, wby, _, lo, hi in read_blocks:  # RAW: the last writer
-        ends = wend[lo:hi]
-        t = max(ends)
-        if t > ready:
-            ready, by = t, wby[lo + ends.index(t)]
-    for wend, wby, rend, lo, hi in write_blocks:  # WAW and WAR: earlier writers and readers
-        ends = wend[lo:hi]
-        t = max(ends)
-        if t > ready:
-            ready, by = t, wby[lo + ends.index(t)]
-        t = max(rend[lo:hi])
+    for wend, wby, _, lo, hi in read_fps:  # RAW: the last writer
+        if hi - lo == 1:
+            t = wend[lo]
+            if t > ready:
+                ready, by = t, wby[lo]
+        else:
+            ends = wend[lo:hi]
+            t = max(ends)
+            if t > ready:
+                ready, by = t, wby[lo + ends.index(t)]
+    for wend, wby, rend, lo, hi in write_fps:  # WAW and WAR: earlier writers and readers
+        if hi - lo == 1:
+            t = wend[lo]
+            if t > ready:
+                ready, by = t, wby[lo]
+            t = rend[lo]
+        else:
+            ends = wend[lo:hi]
+            t = max(ends)
+            if t > ready:
+                ready, by = t, wby[lo + ends.index(t)]
+            t = max(rend[lo:hi])
         if t > ready:
             ready, by = t, "WAR"
     return ready, by
 
 
-def _record(read_blocks, write_blocks, end: float, by: str) -> None:
-    for _, _, rend, lo, hi in read_blocks:
-        if max(rend[lo:hi]) <= end:  # the common case: time moves forward
+def _record(read_fps, write_fps, end: float, by: str) -> None:
+    for _, _, rend, lo, hi in read_fps:
+        if hi - lo == 1:
+            if rend[lo] < end:
+                rend[lo] = end
+        elif max(rend[lo:hi]) <= end:  # the common case: time moves forward
             rend[lo:hi] = [end] * (hi - lo)
         else:
             for i in range(lo, hi):
                 if rend[i] < end:
                     rend[i] = end
-    for wend, wby, _, lo, hi in write_blocks:
-        n = hi - lo
-        wend[lo:hi] = [end] * n
-        wby[lo:hi] = [by] * n
+    for wend, wby, _, lo, hi in write_fps:
+        if hi - lo == 1:
+            wend[lo] = end
+            wby[lo] = by
+        else:
+            n = hi - lo
+            wend[lo:hi] = [end] * n
+            wby[lo:hi] = [by] * n
 
 
 def schedule(program: Program, arch: Architecture) -> TimingResult:
-    lower = Lowering(program, arch).lower
+    plan, lowering_error = Lowering(program, arch).lower_all(program.instructions)
     sync_ns = arch.dma.semaphore_update_ns
     dma_fixed = arch.dma.fixed_latency_ns
     engine_free = {e: 0.0 for e in TRACKS}
@@ -83,8 +103,7 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
     last_end = 0.0
     append = rows.append
 
-    for idx, inst in enumerate(program.instructions):
-        e = lower(inst)
+    for idx, (inst, e) in enumerate(zip(program.instructions, plan)):
         kind = e[0]
         if kind == COMPUTE:
             _, cost, rb, wb = e
@@ -104,14 +123,16 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
             append((idx, COMPUTE, cost, start, end, wait, by, None))
             _record(rb, wb, end + latency, track)
         elif kind == TENSOR:
-            _, cost, stb, rb, wb = e
+            _, cost, stationary, rb, recorded, wb = e
             ls_ns, mm_ns = cost[1], cost[2]
             # LoadStationary needs only the stationary tile; MultiplyMoving needs the moving tile
             # and its PSUM destination.
-            wend, wby, _, lo, hi = stb[0]
-            ends = wend[lo:hi]
-            ls_ready = max(ends)
-            ls_by = wby[lo + ends.index(ls_ready)] if ls_ready > 0 else ""
+            wend, wby, _, lo, hi = stationary
+            if hi - lo == 1:  # one slot, as nearly always: _ready() without the call
+                t = wend[lo]
+                ls_ready, ls_by = (t, wby[lo]) if t > 0.0 else (0.0, "")
+            else:
+                ls_ready, ls_by = _ready((stationary,), ())
             if ls_by and ls_by != "TensorMatrix":
                 ls_ready += sync_ns
             mm_ready, mm_by = _ready(rb, wb)
@@ -122,7 +143,9 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
             ls_end = ls_start + ls_ns
             ls_free = ls_end
             mm_free = engine_free["tensor"]
-            mm_start = max(ls_end, mm_free, mm_ready)
+            mm_start = ls_end if ls_end > mm_free else mm_free
+            if mm_ready > mm_start:
+                mm_start = mm_ready
             wait = mm_start - mm_free
             by = ((ls_by if ls_ready > ls_allowed else "TensorE") if ls_end >= mm_ready else mm_by) if wait else ""
             if mm_start - mm_last_end > THROTTLE_IDLE_NS:
@@ -139,7 +162,7 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
             append((idx, TENSOR, cost, mm_start, mm_end, wait, by, (ls_start, ls_end, throttled)))
             # PSUM accumulates next to the array: the next matmul into the same bank need not
             # wait; consumers on other engines pay the semaphore hop.
-            _record(stb + rb, wb, mm_end, "TensorMatrix")
+            _record(recorded, wb, mm_end, "TensorMatrix")
         elif kind == DMA:
             _, cost, rb, wb = e
             trigger, issue, first, nengines, duration = cost[1:6]
@@ -206,6 +229,8 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
             if end > last_end:
                 last_end = end
 
+    if lowering_error is not None:  # the instruction after the last planned one
+        raise lowering_error
     result = TimingResult(last_end, rows, [inst.location or "" for inst in program.instructions],
                           dma_records, sem_updates)
     result.summary = summarize(result, arch)

@@ -4,6 +4,8 @@ The plan is everything the scheduler needs as flat tuples, so the scheduling loo
 attribute lookups, isinstance chains or cost formulas. Costs depend only on an
 instruction's operand shapes, dtypes and memories, so they are memoized on that signature: a
 program that repeats the same tile operations (every tiled kernel does) pays for each formula once.
+Operands become footprints in the dependency state (``footprints.py``); the whole program is
+lowered before scheduling, because the state's layout depends on every footprint.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from ..memory.access_pattern import DEPENDENCY_BLOCK, HBM, PSUM, SBUF, AccessPat
 from ..program import Program
 from .costs import compute_cost, tensor_costs
 from .dma import efficiency, plan_dma
+from .footprints import Region
 from .records import COMPUTE, DMA, SYNC, TENSOR
 
 ONCHIP_BLOCK = DEPENDENCY_BLOCK
@@ -22,19 +25,6 @@ TRACKS = {"tensor": "TensorMatrix", "vector": "Vector", "scalar": "Scalar", "gps
 
 _SYNC_TYPES = (SemaphoreSignal, SemaphoreWait, Barrier)
 _SYNC_ENTRY = (SYNC,)
-
-
-class Region:
-    """Per-block dependency state of one memory: last write end (and its track), last read end."""
-
-    __slots__ = ("block", "nblocks", "write_end", "write_by", "read_end")
-
-    def __init__(self, nbytes: int, block: int):
-        self.block = block
-        self.nblocks = max(1, -(-nbytes // block))
-        self.write_end = [0.0] * self.nblocks
-        self.write_by = [""] * self.nblocks
-        self.read_end = [0.0] * self.nblocks
 
 
 class Lowering:
@@ -50,10 +40,35 @@ class Lowering:
         # Nothing writes an input tensor (Program.validate forbids it), so reading one can never
         # wait for anything nor make a later write wait: such reads need no tracking.
         self.read_only = {t.name for t in program.tensors if t.kind == "input"}
-        self._memo: dict[tuple, tuple] = {}
+        self._memo: dict[tuple, tuple] = {}  # cost entries by signature
+        self._footprints: dict[int, list] = {}  # AccessPattern.location_key -> footprint
 
-    def blocks(self, ap: AccessPattern) -> tuple:
-        """(write_end, write_by, read_end, lo, hi) for the blocks the pattern touches."""
+    def lower_all(self, instructions) -> tuple[list[tuple], Exception | None]:
+        """Plan entries for the program, with footprints ready for scheduling.
+
+        If an instruction cannot be lowered (no cost formula, unknown tensor...), the entries stop
+        before it and its error is returned for the scheduler to raise on reaching it, so that
+        errors still surface in program order (e.g. after an earlier semaphore deadlock).
+        """
+        entries = []
+        append, lower = entries.append, self.lower
+        error = None
+        try:
+            for inst in instructions:
+                append(lower(inst))
+        except Exception as err:  # re-raised by the scheduler, in program order
+            error = err
+        for region in (*self.onchip.values(), *self.hbm.values()):
+            region.compress()
+        return entries, error
+
+    def footprint(self, ap: AccessPattern) -> list:
+        fp = self._footprints.get(ap.location_key)
+        if fp is None:
+            fp = self._footprints[ap.location_key] = self._locate(ap)
+        return fp
+
+    def _locate(self, ap: AccessPattern) -> list:
         if ap.tensor is None:
             region = self.onchip[ap.memory]
             lo, hi = (0, region.nblocks) if ap.dynamic else ap.dependency_blocks
@@ -65,54 +80,66 @@ class Lowering:
                 lo, hi = ap._span
                 b = region.block
                 lo, hi = lo // b, min(region.nblocks, (hi - 1) // b + 1)
-        return (region.write_end, region.write_by, region.read_end, lo, hi)
-
-    def _memoized(self, key, compute):
-        value = self._memo.get(key)
-        if value is None:
-            value = self._memo[key] = compute()
-        return value
+        return region.footprint(lo, hi)
 
     def lower(self, inst) -> tuple:
-        """(kind, cost entry, ...dependency blocks) for one instruction.
+        """(kind, cost entry, ...footprints) for one instruction.
 
-        COMPUTE: (kind, cost, read_blocks, write_blocks); TENSOR: (kind, cost, stationary_blocks,
-        read_blocks, write_blocks); DMA: (kind, cost, read_blocks, write_blocks); SYNC: (kind,).
-        Cost entries are shared between instructions with the same signature.
+        COMPUTE and DMA: (kind, cost, read_footprints, write_footprints); TENSOR: (kind, cost,
+        stationary_footprint, other_read_footprints, all_read_footprints, write_footprints);
+        SYNC: (kind,). Cost entries are shared between instructions with the same signature;
+        footprints are shared too, and usable once ``lower_all`` has compressed the regions.
         """
         cls = type(inst)
         if cls in _SYNC_TYPES:
             return _SYNC_ENTRY
-        blocks = self.blocks
-        reads, writes = inst.reads(), inst.writes()
-        sig = [ap.cost_signature for ap in reads]
-        sig += [ap.cost_signature for ap in writes]
-        wb = [blocks(ap) for ap in writes]
-        # An operand both read and written (accumulation) needs only the write checks: they
-        # already wait for its last writer (RAW) and readers (WAR).
-        read_only = self.read_only
-        if len(writes) == 1:
-            w0 = writes[0]
-            dep_reads = [ap for ap in reads if ap is not w0 and ap.tensor not in read_only]
-        else:
-            dep_reads = [ap for ap in reads if all(ap is not w for w in writes) and ap.tensor not in read_only]
-        memo = self._memo
         if cls is Matmul or (cls is Transpose and inst.engine == "tensor"):
-            stationary = inst.stationary if cls is Matmul else inst.src
+            kind, stationary = TENSOR, inst.stationary if cls is Matmul else inst.src
+        else:
+            kind, stationary = DMA if isinstance(inst, DmaInstruction) else COMPUTE, None
+        reads, writes = inst.reads(), inst.writes()
+        known, footprint, read_only = self._footprints.get, self.footprint, self.read_only
+        # Plain loops rather than comprehensions: this runs once per instruction, and each
+        # comprehension is a function call.
+        sig = []
+        rb = []
+        w0 = writes[0] if writes else None
+        several = len(writes) > 1
+        for ap in reads:
+            sig.append(ap.cost_signature)
+            # An operand both read and written (accumulation) needs only the write checks: they
+            # already wait for its last writer (RAW) and readers (WAR). The stationary tile is
+            # checked on its own (LoadStationary).
+            if ap is w0 or ap is stationary or ap.tensor in read_only or (several and any(ap is w for w in writes)):
+                continue
+            rb.append(known(ap.location_key) or footprint(ap))
+        wb = []
+        for ap in writes:
+            sig.append(ap.cost_signature)
+            wb.append(known(ap.location_key) or footprint(ap))
+        if kind == TENSOR:
             key = (cls, getattr(inst, "perf_mode", ""), *sig)
-            cost = memo.get(key) or self._memoized(key, lambda: self._tensor_entry(inst, reads, stationary))
-            return (TENSOR, cost, [blocks(stationary)], [blocks(ap) for ap in dep_reads if ap is not stationary], wb)
-        rb = [blocks(ap) for ap in dep_reads]
-        if isinstance(inst, DmaInstruction):
+        elif kind == DMA:
             key = (cls, inst.engine, inst.dge, *sig)
-            cost = memo.get(key) or self._memoized(key, lambda: self._dma_entry(inst))
-            return (DMA, cost, rb, wb)
-        key = (cls, inst.engine, getattr(inst, "op", None), getattr(inst, "reduce_op", None),
-               getattr(inst, "value", None), *sig)
-        cost = memo.get(key) or self._memoized(key, lambda: self._compute_entry(inst, reads, writes))
-        return (COMPUTE, cost, rb, wb)
+        else:
+            key = (cls, inst.engine, getattr(inst, "op", None), getattr(inst, "reduce_op", None),
+                   getattr(inst, "value", None), *sig)
+        cost = self._memo.get(key)
+        if cost is None:
+            cost = self._memo[key] = self._cost_entry(kind, inst, reads, writes, stationary)
+        if kind == TENSOR:
+            st = known(stationary.location_key) or footprint(stationary)
+            return (TENSOR, cost, st, rb, [st, *rb], wb)
+        return (kind, cost, rb, wb)
 
     # --- cost entries (memoized) ----------------------------------------------------------------
+    def _cost_entry(self, kind, inst, reads, writes, stationary) -> tuple:
+        if kind == TENSOR:
+            return self._tensor_entry(inst, reads, stationary)
+        if kind == DMA:
+            return self._dma_entry(inst)
+        return self._compute_entry(inst, reads, writes)
+
     def _compute_entry(self, inst, reads, writes) -> tuple:
         cost = compute_cost(inst, self.arch)
         sr, pr = _bytes(reads)
@@ -156,4 +183,4 @@ def _bytes(aps) -> tuple[int, int]:
     return sbuf, psum
 
 
-__all__ = ["Lowering", "Region", "COMPUTE", "TENSOR", "DMA", "SYNC", "TRACKS", "HBM"]
+__all__ = ["Lowering", "COMPUTE", "TENSOR", "DMA", "SYNC", "TRACKS", "HBM"]

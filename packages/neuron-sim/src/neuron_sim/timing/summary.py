@@ -7,7 +7,7 @@ HFU counts the FLOPs the array actually spent (transposes included); MBU = HBM b
 
 from __future__ import annotations
 
-from collections import Counter
+from operator import itemgetter
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from .records import COMPUTE, DMA, SYNC, TENSOR, TimingResult
 
 # Engines whose busy time is reported (TensorE counts MultiplyMoving, the "TensorMatrix" track).
 ENGINE_TRACKS = ("tensor", "vector", "scalar", "gpsimd", "sync")
+ENGINE_CODES = {engine: i for i, engine in enumerate((*ENGINE_TRACKS, "dma"))}
 
 
 def merged_busy_ns(starts, ends) -> float:
@@ -35,27 +36,23 @@ def merged_busy_ns(starts, ends) -> float:
 
 def summarize(result: TimingResult, arch: Architecture) -> dict:
     total = result.total_ns
-    intervals: dict[str, tuple[list[float], list[float]]] = {e: ([], []) for e in ENGINE_TRACKS}
-    counts: Counter = Counter()
-    uses: Counter = Counter()  # how many rows share each cost entry (entries are memoized)
-    entries: dict[int, tuple] = {}
-    for row in result.rows:
-        kind, cost = row[1], row[2]
-        engine = "tensor" if kind == TENSOR else "dma" if kind == DMA else cost[1]
-        counts[engine] += 1
-        if kind != DMA:
-            starts, ends = intervals[engine]
-            starts.append(row[3])
-            ends.append(row[4])
-        if kind != SYNC:
-            key = id(cost)
-            uses[key] += 1
-            entries[key] = (kind, cost)
+    rows = result.rows
+    n = len(rows)
+    # Column-wise with numpy: this runs once per estimate over every row. Rows that share a
+    # memoized cost entry (the same object) share its engine and byte counts.
+    cost_ids = np.fromiter(map(id, map(itemgetter(2), rows)), np.uint64, n)
+    _, first, inverse, uses = np.unique(cost_ids, return_index=True, return_inverse=True, return_counts=True)
+    order = np.argsort(first)  # entries in order of first use: the float sums keep their order
+    entry_codes = np.empty(len(first), dtype=np.int64)
     totals = dict.fromkeys(
         ("hbm_read_bytes", "hbm_write_bytes", "sbuf_read_bytes", "sbuf_write_bytes", "psum_read_bytes",
          "psum_write_bytes", "model_flops", "adjusted_flops", "transpose_flops"), 0)
-    for key, n in uses.items():
-        kind, cost = entries[key]
+    first = first.tolist()
+    for u in order.tolist():
+        _, kind, cost = rows[first[u]][:3]
+        entry_codes[u] = ENGINE_CODES["tensor" if kind == TENSOR else "dma" if kind == DMA else cost[1]]
+        if kind == SYNC:
+            continue
         if kind == COMPUTE:
             _, _, _, _, _, sr, sw, pr, pw, _ = cost
             fields = {"sbuf_read_bytes": sr, "sbuf_write_bytes": sw, "psum_read_bytes": pr, "psum_write_bytes": pw}
@@ -66,8 +63,13 @@ def summarize(result: TimingResult, arch: Architecture) -> dict:
         else:
             hbm_r, hbm_w, sbuf_r, sbuf_w = cost[6:10]
             fields = {"hbm_read_bytes": hbm_r, "hbm_write_bytes": hbm_w, "sbuf_read_bytes": sbuf_r, "sbuf_write_bytes": sbuf_w}
+        uses_u = int(uses[u])
         for name, value in fields.items():
-            totals[name] += n * value
+            totals[name] += uses_u * value
+    engines = entry_codes[inverse.reshape(-1)]  # per row
+    counts = np.bincount(engines, minlength=len(ENGINE_CODES)).tolist()
+    starts = np.fromiter(map(itemgetter(3), rows), np.float64, n)
+    ends = np.fromiter(map(itemgetter(4), rows), np.float64, n)
     model_flops, transpose_flops = totals["model_flops"], totals["transpose_flops"]
 
     summary: dict = {
@@ -75,18 +77,20 @@ def summarize(result: TimingResult, arch: Architecture) -> dict:
         "total_time_ns": total,
         "total_time": total * 1e-9,
         "neuroncore_cycle_count": int(total * arch.base_clock_hz * 1e-9),
-        "instruction_count": sum(counts.values()),
+        "instruction_count": n,
         "hardware_flops": model_flops + transpose_flops,
         **totals,
     }
-    for engine in ENGINE_TRACKS:
-        busy = merged_busy_ns(*intervals[engine])
-        summary[f"{engine}_instruction_count"] = counts.get(engine, 0)
+    for engine in ENGINE_TRACKS:  # DMA rows (engine "dma") are covered by the DMA records below
+        code = ENGINE_CODES[engine]
+        mine = engines == code
+        busy = merged_busy_ns(starts[mine], ends[mine])
+        summary[f"{engine}_instruction_count"] = counts[code]
         summary[f"{engine}_active_time_ns"] = busy
         summary[f"{engine}_active_time_percent"] = 100.0 * busy / total if total else 0.0
     dma_busy = merged_busy_ns([d.start_ts for d in result.dma], [d.end_ts for d in result.dma])
     dma_bytes = sum(d.transfer_bytes for d in result.dma)
-    summary["dma_instruction_count"] = counts.get("dma", 0)
+    summary["dma_instruction_count"] = counts[ENGINE_CODES["dma"]]
     summary["dma_active_time_ns"] = dma_busy
     summary["dma_active_time_percent"] = 100.0 * dma_busy / total if total else 0.0
     summary["dma_transfer_bytes"] = dma_bytes
