@@ -201,3 +201,43 @@ def test_program_id_outside_a_grid_axis():
 
     with pytest.raises(nki.NkiValidationError, match=r"\[spmd.axis\].*axis 2"):
         bad[2, 2](rand((8, 8)))
+
+
+def test_layernorm_with_bn_stats_over_masked_free_chunks():
+    # mgrid with three axes, a free-dim index taken from axis 0 of another mgrid (the mask follows
+    # the index variable, not its broadcast position), numpy ufuncs as ALU ops, and an integer
+    # index dropping a free dim of an SBUF tile.
+    @nki.jit
+    def layernorm(x, eps, gamma):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        R, H = x.shape
+        i_p, i_f, i_w = nl.mgrid[0:128, 0:H, 0:1]
+        g = nl.load(gamma.reshape((1, H))[i_w, i_f]).broadcast_to((128, H))
+        for r in nl.affine_range((R + 127) // 128):
+            rows = r * 128 + i_p < R
+            t = nl.load(x[r * 128 + i_p, i_f], mask=rows)
+            i_c, i_s = nl.mgrid[0:512, 0:6]
+            chunks = (H + 511) // 512
+            stats = nl.ndarray((128, 6 * chunks), dtype=np.float32)
+            for j in nl.affine_range(chunks):
+                stats[i_p, j * 6 + i_s] = nisa.bn_stats(t[i_p, j * 512 + i_c], mask=(j * 512 + i_c < H) & rows,
+                                                        dtype=np.float32)
+            mean_var = nisa.bn_aggr(stats[i_p, nl.arange(6 * chunks)[None, :]], mask=rows)
+            mean, var = mean_var[i_p, 0], mean_var[i_p, 1]
+            y = nisa.tensor_scalar(data=t, op0=np.subtract, operand0=mean, op1=np.multiply,
+                                   operand1=nl.rsqrt(var + eps), mask=rows)
+            nl.store(out[r * 128 + i_p, i_f], value=y * g, mask=rows)
+        return out
+
+    x, gamma = rand((200, 700), seed=20, low=-1, high=3), rand((700,), seed=21)
+    mean, var = x.mean(1, keepdims=True), x.var(1, keepdims=True)
+    assert_close(layernorm(x, 1e-5, gamma), (x - mean) / np.sqrt(var + 1e-5) * gamma, rtol=1e-4, atol=1e-4)
+
+
+def test_negative_index_expression_is_out_of_bounds():
+    @nki.jit
+    def shifted(x):
+        nl.load(x[nl.arange(128)[:, None] - 1, nl.arange(4)[None, :]])
+
+    with pytest.raises(nki.NkiValidationError, match=r"\[index.out_of_bounds\].*-1 \+ 1 \* arange\(128\)"):
+        shifted(rand((128, 4)))

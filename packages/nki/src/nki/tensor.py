@@ -89,7 +89,7 @@ class NkiTensor:
     """A view of a Storage. Indexing, reshape, permute, broadcast and ``ap`` return new views."""
 
     __slots__ = ("storage", "dtype", "shape", "strides", "offset", "_ap", "_pending_matmul", "_indirect", "_overrun",
-                 "__weakref__")
+                 "_index_vars", "_mask_window", "__weakref__")
     __array_priority__ = 1000  # numpy scalars defer to our operators
 
     def __init__(self, storage: Storage, shape=None, strides=None, offset: int = 0, dtype: str | None = None):
@@ -102,6 +102,8 @@ class NkiTensor:
         self._pending_matmul = None  # set by nl.matmul on its fresh result (see memory_ops.accumulate_into)
         self._indirect = None  # (index tile, rows) for a per-partition indirect view (see language/dynamic.py)
         self._overrun = None  # ((axis, requested count, message, location), ...): see normalize_key
+        self._index_vars = None  # per dim, the legacy index variable that indexed it (see Mask)
+        self._mask_window = None  # {axis: first position} of a tile restricted by a legacy mask=
 
     # --- attributes as NKI names them -------------------------------------------------------
     @property
@@ -147,17 +149,31 @@ class NkiTensor:
         from .language.indexing import normalize_key
 
         overruns: list = []
-        dims = normalize_key(key, self.shape, self.storage.on_chip, overruns)
-        shape, strides, offset, out_axis = [], [], self.offset, {}
+        index_vars: list = []
+        if self._mask_window and isinstance(key, tuple) and Ellipsis not in key:
+            # A tile a masked op produced holds only its window of the index space: an index
+            # expression over the full space (x[i_p, 0] with i_p over 128) is shifted into it.
+            from .language.indexing import IndexExpr
+
+            key = tuple(k._with(const=k.const - self._mask_window[i]) if isinstance(k, IndexExpr) and i in self._mask_window
+                        else k for i, k in enumerate(key))
+        dims = normalize_key(key, self.shape, self.storage.on_chip, overruns, index_vars)
+        if self._mask_window:  # past the window is the part the masked op did not compute: clip it
+            overruns = [o for o in overruns if o[0] not in self._mask_window]
+        shape, strides, offset, out_axis, out_vars = [], [], self.offset, {}, []
         for axis, (start, count, step, keep) in enumerate(dims):
             offset += start * self.strides[axis]
             if keep:
                 out_axis[axis] = len(shape)
                 shape.append(count)
                 strides.append(self.strides[axis] * step)
+                inherited = self._index_vars[axis] if self._index_vars else None
+                out_vars.append(index_vars[axis] if index_vars[axis] is not None else inherited)
         if not shape:  # HBM scalar selection keeps one element
-            shape, strides = [1], [1]
+            shape, strides, out_vars = [1], [1], [None]
         view = self._view(tuple(shape), tuple(strides), offset)
+        if any(v is not None for v in out_vars):
+            view._index_vars = tuple(out_vars)  # legacy masks match dims by index variable
         if overruns or self._overrun:
             # Clipped legacy index expressions: usable only under a mask that excludes the overrun.
             view._overrun = tuple((out_axis[a], n, msg, tracing.user_location()) for a, n, msg in overruns) + (self._overrun or ())

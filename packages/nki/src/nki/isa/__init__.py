@@ -12,6 +12,7 @@ import inspect
 import warnings
 from enum import Enum
 
+import numpy as np
 from neuron_sim import get_architecture
 from neuron_sim import isa as sim
 
@@ -83,8 +84,15 @@ def get_nc_version() -> nc_version:
     return nc_version[get_architecture().nc_version]
 
 
+# numpy ufuncs legacy kernels pass as ops (op0=np.subtract), by ufunc name -> NKI op name.
+_NUMPY_OP_NAMES = {"true_divide": "divide", "absolute": "abs", "bitwise_not": "invert"}
+
+
 def _op(op) -> str:
-    """An ALU/activation op given as an nl function (nl.add), an op-name object, or a string."""
+    """An ALU/activation op given as an nl function (nl.add), a numpy ufunc (np.add), an op-name
+    object, or a string."""
+    if isinstance(op, np.ufunc):
+        return _NUMPY_OP_NAMES.get(op.__name__, op.__name__)
     name = getattr(op, "op_name", op)
     if not isinstance(name, str):
         raise tracing.current().error("op.type", f"expected an op such as nl.add or nl.exp, got {op!r}")
@@ -137,7 +145,12 @@ def _legacy_form(*tensor_params: str):
 
                 keys = [k for k, v in bound.items() if isinstance(v, NkiTensor)]
                 bound.update(zip(keys, apply_mask(mask, *(bound[k] for k in keys))))
-            return func(**bound)
+            result = func(**bound)
+            if bound.get("dst") is None:  # a new tile: it covers the window its masked inputs cover
+                from ..language.memory_ops import inherit_window
+
+                inherit_window(result, *(bound[p] for p in tensor_params))
+            return result
 
         return call
 

@@ -32,12 +32,15 @@ class IndexExpr:
 
     __array_priority__ = 1000
 
-    def __init__(self, size: int, coeff: int = 1, const: int = 0, axis: int = 0, ndim: int = 1):
+    def __init__(self, size: int, coeff: int = 1, const: int = 0, axis: int = 0, ndim: int = 1, var=None):
         self.size, self.coeff, self.const, self.axis, self.ndim = size, coeff, const, axis, ndim
+        # The index variable this expression is affine in (one per nl.arange call / mgrid axis):
+        # a mask condition applies to the tensor dimension indexed by the same variable.
+        self.var = var if var is not None else object()
 
     def _with(self, coeff=None, const=None) -> IndexExpr:
         return IndexExpr(self.size, self.coeff if coeff is None else coeff, self.const if const is None else const,
-                         self.axis, self.ndim)
+                         self.axis, self.ndim, self.var)
 
     def __getitem__(self, key) -> IndexExpr:
         # nl.arange(n)[:, None] -> axis 0 of 2; nl.arange(n)[None, :] -> axis 1 of 2.
@@ -45,7 +48,7 @@ class IndexExpr:
         slots = [i for i, k in enumerate(key) if k is not None]
         if len(slots) != 1 or key[slots[0]] != slice(None):
             raise tracing.current().error("index.arange", f"index an nl.arange with [:, None] or [None, :], got {key!r}")
-        return IndexExpr(self.size, self.coeff, self.const, slots[0], len(key))
+        return IndexExpr(self.size, self.coeff, self.const, slots[0], len(key), self.var)
 
     def __add__(self, other):
         if isinstance(other, int):
@@ -224,16 +227,21 @@ class Mask:
     def __and__(self, other: Mask) -> Mask:
         return Mask(self.conditions + other.conditions)
 
-    def extent(self, axis: int) -> int | None:
+    def _applies(self, expr: IndexExpr, axis: int, var) -> bool:
+        # A tensor dim indexed by an index variable takes that variable's conditions; otherwise
+        # (tiles computed from masked data) conditions go by broadcast position ([:, None] is axis 0).
+        return expr.var is var if var is not None else expr.axis == axis
+
+    def extent(self, axis: int, var=None) -> int | None:
         """Positions of the index expression(s) the mask constrains on output ``axis`` (None: free)."""
-        sizes = [expr.size for expr, _, _ in self.conditions if expr.axis == axis]
+        sizes = [expr.size for expr, _, _ in self.conditions if self._applies(expr, axis, var)]
         return max(sizes) if sizes else None
 
-    def restrict(self, axis: int, expr_size: int) -> range:
+    def restrict(self, axis: int, expr_size: int, var=None) -> range:
         """Positions (0..size) along output ``axis`` that satisfy every condition on that axis."""
         keep = range(expr_size)
         for expr, op, bound in self.conditions:
-            if expr.axis != axis:
+            if not self._applies(expr, axis, var):
                 continue
             ok = [i for i, v in zip(range(expr.size), expr.values()) if _compare(v, op, bound)]
             lo, hi = (ok[0], ok[-1] + 1) if ok else (0, 0)
@@ -245,14 +253,16 @@ def _compare(v, op, bound) -> bool:
     return {"<": v < bound, "<=": v <= bound, ">": v > bound, ">=": v >= bound}[op]
 
 
-def normalize_key(key, shape: tuple[int, ...], on_chip: bool, overruns: list | None = None) -> list[tuple[int, int, int, bool]]:
+def normalize_key(key, shape: tuple[int, ...], on_chip: bool, overruns: list | None = None,
+                  index_vars: list | None = None) -> list[tuple[int, int, int, bool]]:
     """Per dimension of ``shape``: (start, count, step, keep). Integers drop a dim (except an
     on-chip partition dim, which stays with size 1); everything else keeps it.
 
     A legacy index expression may run past the end of its dimension when a ``mask=`` cuts it
     back (``a[i * 128 + ix, iy]`` with ``mask=(i * 128 + ix < rows)``): it is clipped to the
     dimension and, if ``overruns`` is given, ``(dim, requested count, message)`` is appended so
-    the view can refuse to be used unless a mask covers the overrun.
+    the view can refuse to be used unless a mask covers the overrun. ``index_vars`` receives,
+    per dimension, the index variable of an index expression (None for other keys).
     """
     key = key if isinstance(key, tuple) else (key,)
     if any(k is Ellipsis for k in key):
@@ -264,15 +274,26 @@ def normalize_key(key, shape: tuple[int, ...], on_chip: bool, overruns: list | N
     out = []
     for axis, dim in enumerate(shape):
         k = key[axis] if axis < len(key) else slice(None)
-        if isinstance(k, IndexExpr):
-            if k.coeff > 0 and overruns is not None and 0 <= k.const < dim <= k.const + k.coeff * (k.size - 1):
+        if index_vars is not None:
+            index_vars.append(k.var if isinstance(k, IndexExpr) else None)
+        if isinstance(k, IndexExpr) and k.coeff > 0:
+            last = k.const + k.coeff * (k.size - 1)
+            if k.const < 0 or k.const >= dim or (last >= dim and overruns is None):
+                raise tracing.current().error(
+                    "index.out_of_bounds",
+                    f"index expression {k.const} + {k.coeff} * arange({k.size}) of dimension {axis} (size {dim}) "
+                    f"spans [{k.const}, {last}]: out of bounds")
+            count = k.size
+            if last >= dim:  # clipped; the view refuses to be used unless a mask excludes the overrun
                 message = (f"index expression {k.const} + {k.coeff} * arange({k.size}) of dimension {axis} (size {dim}) "
-                           f"reaches {k.const + k.coeff * (k.size - 1)}: out of bounds (add a mask= that excludes the overrun)")
+                           f"reaches {last}: out of bounds (add a mask= that excludes the overrun)")
                 overruns.append((axis, k.size, message))
-                k = slice(k.const, dim, k.coeff)
-            else:
-                k = slice(k.const, k.const + k.coeff * k.size, k.coeff) if k.coeff > 0 else k.const
-        if isinstance(k, (IndexExpr, AffineExpr)):
+                count = len(range(k.const, dim, k.coeff))
+            out.append((k.const, count, k.coeff, True))
+            continue
+        if isinstance(k, IndexExpr):  # coefficient 0: a constant index
+            k = k.const
+        if isinstance(k, AffineExpr):
             raise tracing.current().error("index.type", "index with an nl.arange expression per dimension (i * 128 + ix), not a sum over several")
         if isinstance(k, DynSlice):
             k = slice(k.start, k.start + k.size)

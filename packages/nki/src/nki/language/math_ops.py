@@ -28,7 +28,7 @@ from neuron_sim.isa import (
 from .. import tracing
 from ..tensor import ON_CHIP, NkiTensor
 from .indexing import Mask
-from .memory_ops import apply_mask, full, ndarray
+from .memory_ops import apply_mask, full, inherit_window, ndarray
 
 BINARY_OPS = (
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod", "fmod", "abs_max", "abs_min",
@@ -84,8 +84,21 @@ def broadcast_partitions(row: NkiTensor, partitions: int) -> NkiTensor:
     return out if row.ndim == 2 else out.reshape((partitions,) + row.shape[1:])
 
 
+def _to_window(t: NkiTensor, other: NkiTensor) -> NkiTensor:
+    """``t`` cut to the legacy mask window ``other`` covers, where ``other`` is the smaller:
+    ``y * g`` with ``y`` from a masked op and ``g`` a full tile works on y's rows of ``g``."""
+    if not other._mask_window or t.ndim != other.ndim:
+        return t
+    key = [slice(None)] * t.ndim
+    for axis, start in other._mask_window.items():
+        if t.shape[axis] > other.shape[axis] > 1 and not (t._mask_window and axis in t._mask_window):
+            key[axis] = slice(start, start + other.shape[axis])
+    return t[tuple(key)] if any(k != slice(None) for k in key) else t
+
+
 def _align(x: NkiTensor, y: NkiTensor) -> tuple[NkiTensor, NkiTensor]:
     """Broadcast two on-chip tiles to one shape (per-partition scalars are left to the caller)."""
+    x, y = _to_window(x, y), _to_window(y, x)
     if x.shape == y.shape:
         return x, y
     ndim = max(x.ndim, y.ndim)
@@ -131,6 +144,7 @@ def binary(op: str, x, y, dtype=None, mask: Mask | None = None) -> NkiTensor:
     x, y = _align(x, y)
     out = _out(x.shape, _result_dtype(dtype, x, y))
     ctx.emit(TensorTensor(dst=out.access_pattern(), in0=x.access_pattern(), in1=y.access_pattern(), op=op))
+    inherit_window(out, x, y)
     return out
 
 
@@ -142,6 +156,7 @@ def _tensor_scalar(op, data: NkiTensor, operand, reverse: bool, dtype) -> NkiTen
         raise ctx.error("operand.type", f"unsupported scalar operand {operand!r}")
     out = _out(data.shape, dtype)
     ctx.emit(TensorScalar(dst=out.access_pattern(), src=data.access_pattern(), op0=op, operand0=operand, reverse0=reverse))
+    inherit_window(out, data)
     return out
 
 
@@ -183,6 +198,7 @@ def unary(func: str, x: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiT
         ctx.emit(TensorTensor(dst=dst, in0=s.access_pattern(), in1=c.access_pattern(), op="divide"))
     else:
         raise ctx.error("op.unknown", f"unknown elementwise function {func!r}")
+    inherit_window(out, x)
     return out
 
 
@@ -220,6 +236,7 @@ def reduce(op: str, x: NkiTensor, axis, dtype=None, keepdims: bool = False, mask
     reduced = len(_merged(x.shape[split:], x.strides[split:]))
     free_axes = tuple(range(len(src.free) - reduced + 1, len(src.free) + 1))
     ctx.emit(TensorReduce(dst=out.access_pattern(), src=src, op=op, axes=free_axes, negate=negate))
+    inherit_window(out, x)
     return out
 
 

@@ -94,6 +94,7 @@ def load(src: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
     shape = src.shape if src.ndim > 1 else (1,) + src.shape
     tile = ndarray(shape, dtype or src.dtype, "sbuf")
     ctx.emit(DmaCopy(dst=tile.access_pattern(), src=src.access_pattern()))
+    inherit_window(tile, src)
     return tile
 
 
@@ -144,6 +145,7 @@ def copy(x: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
     x = apply_mask(mask, x)[0]
     out = ndarray(x.shape, dtype or x.dtype, "sbuf")
     ctx.emit(TensorCopy(dst=out.access_pattern(), src=x.access_pattern(), engine="vector"))
+    inherit_window(out, x)
     return out
 
 
@@ -163,6 +165,13 @@ def assign(dst: NkiTensor, value) -> None:
     if value is dst or getattr(value, "_assigned_to", None) is dst:
         return  # the result was already computed into dst (``dst[...] += x`` lands here)
     value = as_tile(value, dst)
+    if value._mask_window and value.shape != dst.shape:
+        # ``t[i_p, i_f] = nisa.op(..., mask=m)``: a masked result fills only the window it computed.
+        key = [slice(None)] * dst.ndim
+        for axis, start in value._mask_window.items():
+            if axis < dst.ndim and dst.shape[axis] != value.shape[axis]:
+                key[axis] = slice(start, start + value.shape[axis])
+        dst = dst[tuple(key)]
     if dst.buffer not in ON_CHIP or value.buffer not in ON_CHIP:
         ctx.emit(DmaCopy(dst=dst.access_pattern(), src=value.access_pattern()))
         return
@@ -191,6 +200,19 @@ def accumulate_into(dst: NkiTensor, value) -> NkiTensor:
     return result
 
 
+def inherit_window(out, *inputs) -> None:
+    """A tile computed from mask-restricted inputs covers the same window of the index space
+    (along the axes it kept), so assigning it into a full tile lands in the right place."""
+    if not isinstance(out, NkiTensor):
+        return
+    for t in inputs:
+        if isinstance(t, NkiTensor) and t._mask_window:
+            window = {a: s for a, s in t._mask_window.items() if a < out.ndim and a < t.ndim and out.shape[a] == t.shape[a]}
+            if window:
+                out._mask_window = window
+                return
+
+
 def psum_written(t: NkiTensor) -> bool:
     """Whether the PSUM region ``t`` addresses was written since its tile was allocated."""
     ap = t.access_pattern()
@@ -213,19 +235,23 @@ def apply_mask(mask: Mask | None, *tensors: NkiTensor) -> list[NkiTensor]:
         if not isinstance(t, NkiTensor):
             out.append(t)
             continue
-        key = []
+        key, window = [], dict(t._mask_window or {})
+        index_vars = t._index_vars or (None,) * t.ndim
         for axis, size in enumerate(t.shape):
-            extent = mask.extent(axis)  # size of the index expression the mask constrains on this axis
+            var = index_vars[axis]
+            extent = mask.extent(axis, var)  # size of the index expression the mask constrains on this axis
             if size == 1 or extent is None:  # broadcast operands ([P, 1], [1, F]) and free axes stay whole
                 key.append(slice(None))
                 continue
-            keep = mask.restrict(axis, extent)
+            keep = mask.restrict(axis, extent, var)
             if len(keep) == 0:
                 raise tracing.current().error("mask.empty", f"the mask leaves no elements along axis {axis}")
             if size >= keep.stop:  # positions of the index expression: cut them out
                 key.append(slice(keep.start, keep.stop))
+                window[axis] = keep.start
             elif size == len(keep):  # a tile a masked op already produced at the masked size
                 key.append(slice(None))
+                window.setdefault(axis, keep.start)
             else:
                 raise tracing.current().error(
                     "mask.shape", f"axis {axis} of {list(t.shape)} matches neither the masked index expression "
@@ -236,10 +262,11 @@ def apply_mask(mask: Mask | None, *tensors: NkiTensor) -> list[NkiTensor]:
             view = t[tuple(key)]
         finally:
             t._overrun = overrun
+        view._mask_window = window or None
         # A clipped index expression is fine when the mask excludes every position past the end.
         if overrun:
             for axis, requested, message, location in overrun:
-                if mask.restrict(axis, requested).stop > t.shape[axis]:
+                if mask.restrict(axis, requested, index_vars[axis]).stop > t.shape[axis]:
                     from ..errors import NkiValidationError
 
                     raise NkiValidationError("index.out_of_bounds", message, location)
