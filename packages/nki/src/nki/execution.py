@@ -49,8 +49,9 @@ def _bind(value: np.ndarray, decl) -> tuple[np.ndarray, np.ndarray | None]:
     return copy.reshape(-1).view(np.uint8), value if value.flags.writeable else None
 
 
-def execute(compiled, args, kwargs) -> dict[str, np.ndarray]:
-    """Run the compiled programs; returns every HBM tensor's array by name."""
+def execute(compiled, args, kwargs) -> tuple[dict[str, np.ndarray], list[dict]]:
+    """Run the compiled programs; returns every HBM tensor's array by name, and each program's
+    loop trip counts (for timing loops with run-time bounds)."""
     tensors = compiled.tensors
     buffers: dict[str, np.ndarray] = {}
     arrays: dict[str, np.ndarray] = {}
@@ -73,13 +74,15 @@ def execute(compiled, args, kwargs) -> dict[str, np.ndarray]:
         # kernel line they name, so filters and ``-W error`` see the user's file, not ours.
         warnings.simplefilter("always")
         executor = _executor(compiled.arch, policy)
+        trip_counts = []
         for program in compiled.programs:
             executor.run(program, buffers)
+            trip_counts.append(executor.trip_counts)
     for w in caught:
         _reissue(w)
     for target, buf in copy_back:
         target[...] = buf.view(target.dtype).reshape(target.shape)
-    return arrays
+    return arrays, trip_counts
 
 
 _AT_LINE = re.compile(r" at (?P<path>[^()]+?):(?P<line>\d+)\)$")
@@ -105,6 +108,6 @@ def run(kernel, args, kwargs):
         if isinstance(value, np.ndarray) and value.dtype == np.float64:
             raise NkiError("float64 arrays have no NeuronCore dtype; convert to float32 (or bfloat16) first")
     compiled = kernel.compile(args, kwargs)
-    arrays = execute(compiled, args, kwargs)
-    kernel.record(last_timing=compiled.timing())
+    arrays, trip_counts = execute(compiled, args, kwargs)
+    kernel.record(last_timing=compiled.timing(trip_counts))
     return _structure(compiled.returned, arrays)

@@ -41,17 +41,24 @@ class CompiledKernel:
     def tensors(self) -> dict[str, TensorDecl]:
         return {t.name: t for p in self.programs for t in p.tensors}
 
-    def timing(self):
-        """Timing results per program (computed once: timing is data-independent)."""
-        if not self._timing:
-            from neuron_sim.timing import estimate
+    def timing(self, trip_counts: list[dict] | None = None):
+        """Timing results per program. Static programs are timed once (timing is data-independent);
+        programs with run-time loop bounds are timed from the trip counts of a run."""
+        from neuron_sim.timing import estimate
 
+        if any(trip_counts or ()):
+            return [estimate(p, self.arch, counts) for p, counts in zip(self.programs, trip_counts)]
+        if not self._timing:
             self._timing = [estimate(p, self.arch) for p in self.programs]
         return self._timing
 
     @property
     def device_time_ns(self) -> float:
-        times = [t.total_ns for t in self.timing()]
+        return self.latency_ns(self.timing())
+
+    def latency_ns(self, timings) -> float:
+        """Kernel latency: the cores of an LNC=2 launch run in parallel, grid instances in series."""
+        times = [t.total_ns for t in timings]
         return max(times) if self.parallel else sum(times)
 
 

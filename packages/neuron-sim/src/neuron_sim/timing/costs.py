@@ -33,7 +33,10 @@ from ..isa import (
     TensorTensor,
     Transpose,
 )
+from ..isa.control import LoopEnd, LoopStart, RegisterLoad, RegisterSet, RegisterStore
 from ..memory.access_pattern import PSUM, SBUF, AccessPattern
+
+CONTROL = (RegisterSet, RegisterLoad, RegisterStore, LoopStart, LoopEnd)
 
 _HALF = ("bfloat16", "float16")
 _FP8 = ("float8_e4m3", "float8_e4m3fn", "float8_e5m2")
@@ -64,6 +67,9 @@ def _vector_mode(arch: Architecture, engine: str, aps: list[AccessPattern], fast
 
 def compute_cost(inst, arch: Architecture) -> ComputeCost:
     """Cost of a non-DMA, non-sync instruction on its engine."""
+    if isinstance(inst, CONTROL):  # sequencer work: register moves and loop branches
+        spec = arch.engine(inst.engine) if inst.engine != "tensor" else arch.sync
+        return ComputeCost(spec.cycles_to_ns(spec.min_initiation_interval), 0.0)
     if isinstance(inst, Matmul):
         raise TypeError("matmuls are costed by tensor_costs()")
     spec = arch.engine(inst.engine) if inst.engine != "tensor" else None

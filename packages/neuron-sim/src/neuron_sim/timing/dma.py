@@ -22,8 +22,6 @@ class DmaPlan:
     bytes_per_engine: float
     chunks_per_engine: float
     total_bytes: int
-    source: str
-    dest: str
     hbm_read_bytes: int
     hbm_write_bytes: int
     sbuf_read_bytes: int
@@ -80,13 +78,19 @@ def plan_dma(inst, arch: Architecture) -> DmaPlan:
         bytes_per_engine=nbytes / engines,
         chunks_per_engine=runs / engines,
         total_bytes=nbytes,
-        source=_label(src),
-        dest=_label(dst),
         hbm_read_bytes=hbm_read,
         hbm_write_bytes=hbm_write,
         sbuf_read_bytes=src.num_elements * src.itemsize if src.memory == SBUF else 0,
         sbuf_write_bytes=dst.num_elements * dst.itemsize if dst.memory == SBUF else 0,
     )
+
+
+def endpoints(inst) -> tuple[str, str]:
+    """(source, destination) labels of a DMA: an HBM tensor's name, or SBUF."""
+    if isinstance(inst, DmaIndirect):
+        table, onchip = _label(inst.table), _label(inst.onchip)
+        return (table, onchip) if inst.direction == "gather" else (onchip, table)
+    return _label(inst.src), _label(inst.dst)
 
 
 TRANSPOSE_EFFICIENCY = {HBM: 0.9, SBUF: 0.5}  # DMA transpose vs plain copy (nki-dma-bandwidth-guide.rst)

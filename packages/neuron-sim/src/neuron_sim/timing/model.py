@@ -24,7 +24,9 @@ from ..arch import Architecture, get_architecture
 from ..errors import ValidationError
 from ..isa import Barrier, SemaphoreSignal
 from ..program import Program
+from .dma import endpoints
 from .dma_engines import DmaEngines
+from .loops import issued_stream
 from .plan import COMPUTE, DMA, SYNC, TENSOR, TRACKS, Lowering
 from .records import DmaRecord, SemaphoreUpdate, TimingResult
 from .summary import summarize
@@ -85,8 +87,9 @@ def _record(read_fps, write_fps, end: float, by: str) -> None:
             wby[lo:hi] = [by] * n
 
 
-def schedule(program: Program, arch: Architecture) -> TimingResult:
-    plan, lowering_error = Lowering(program, arch).lower_all(program.instructions)
+def schedule(program: Program, arch: Architecture, trip_counts: dict[int, list[int]] | None = None) -> TimingResult:
+    stream, indices = issued_stream(program.instructions, trip_counts)
+    plan, lowering_error = Lowering(program, arch).lower_all(stream)
     sync_ns = arch.dma.semaphore_update_ns
     dma_fixed = arch.dma.fixed_latency_ns
     engine_free = {e: 0.0 for e in TRACKS}
@@ -103,7 +106,7 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
     last_end = 0.0
     append = rows.append
 
-    for idx, (inst, e) in enumerate(zip(program.instructions, plan)):
+    for idx, inst, e in zip(indices, stream, plan):
         kind = e[0]
         if kind == COMPUTE:
             _, cost, rb, wb = e
@@ -188,7 +191,7 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
             if done > last_end:
                 last_end = done
             append((idx, DMA, cost, t_start, done, wait, by, queue))
-            dma_records.append(DmaRecord(idx, queue, first, data_start, data_end, cost[10], cost[11], cost[12]))
+            dma_records.append(DmaRecord(idx, queue, first, data_start, data_end, cost[10], *endpoints(inst)))
             sem_updates.append(SemaphoreUpdate(done, queue, len(dma_records), "DMA", idx))
             _record(rb, wb, done, queue)
         else:
@@ -237,15 +240,20 @@ def schedule(program: Program, arch: Architecture) -> TimingResult:
     return result
 
 
-def estimate(program: Program, arch: Architecture | None = None) -> TimingResult:
-    """Schedule ``program`` and return its device timeline and summary."""
+def estimate(program: Program, arch: Architecture | None = None,
+             trip_counts: dict[int, list[int]] | None = None) -> TimingResult:
+    """Schedule ``program`` and return its device timeline and summary.
+
+    ``trip_counts`` gives the iteration counts of loops with run-time bounds, as recorded by the
+    executor that ran the program (``ExactExecutor.trip_counts``).
+    """
     arch = arch or get_architecture(program.target)
     # Scheduling allocates tens of thousands of small tuples and no reference cycles; letting the
     # cyclic collector rescan the growing heap meanwhile costs a third of the run.
     paused = gc.isenabled()
     gc.disable()
     try:
-        return schedule(program, arch)
+        return schedule(program, arch, trip_counts)
     finally:
         if paused:
             gc.enable()

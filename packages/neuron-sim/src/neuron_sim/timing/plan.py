@@ -167,9 +167,10 @@ class Lowering:
         else:
             spec = arch.engine(inst.engine) if inst.engine != "tensor" else arch.sync
             issue = spec.cycles_to_ns(spec.min_initiation_interval)
+        # Tensor names are not part of the memo key, so they are not part of the entry either.
         return (inst.opcode, inst.engine, issue, plan.first_engine, plan.engines, plan.engine_time_ns(arch, efficiency(inst)),
                 plan.hbm_read_bytes, plan.hbm_write_bytes, plan.sbuf_read_bytes, plan.sbuf_write_bytes,
-                plan.total_bytes, plan.source, plan.dest)
+                plan.total_bytes)
 
 
 def _bytes(aps) -> tuple[int, int]:
