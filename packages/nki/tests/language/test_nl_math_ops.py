@@ -24,6 +24,14 @@ UNARY = {
     "arctan": np.arctan, "square": np.square, "sign": np.sign, "reciprocal": lambda x: 1 / x, "abs": np.abs,
     "negative": np.negative, "trunc": np.trunc, "floor": np.floor, "ceil": np.ceil, "tan": np.tan,
 }
+_SIG = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+UNARY.update({  # built from several instructions (not in neuron-sim's activation table)
+    "gelu_apprx_sigmoid": lambda x: x * _SIG(1.702 * x),
+    "gelu_apprx_sigmoid_dx": lambda x: _SIG(1.702 * x) * (1 + 1.702 * x * (1 - _SIG(1.702 * x))),
+    "gelu_dx": lambda x: 0.5 * (1 + _erf(x / np.sqrt(2))) + x * np.exp(-x * x / 2) / np.sqrt(2 * np.pi),
+    "silu_dx": lambda x: _SIG(x) * (1 + x * (1 - _SIG(x))),
+    "erf_dx": lambda x: 2 / np.sqrt(np.pi) * np.exp(-x * x),
+})
 POSITIVE = {"log", "sqrt", "rsqrt"}
 
 

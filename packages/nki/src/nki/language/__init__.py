@@ -111,7 +111,8 @@ def _unary_op(name: str):
 
 for _name in _m.BINARY_OPS:
     globals()[_name] = _binary_op(_name)
-for _name in _m.ACTIVATION_FUNCS + ("negative", "abs", "reciprocal", "invert", "logical_not", "trunc", "floor", "ceil", "tan"):
+for _name in _m.ACTIVATION_FUNCS + _m.COMPOSITE_ACTIVATIONS + ("negative", "abs", "reciprocal", "invert", "logical_not",
+                                                                "trunc", "floor", "ceil", "tan"):
     globals()[_name] = _unary_op(_name)
 
 # Activation-table names that exist only as nisa.activation ops.

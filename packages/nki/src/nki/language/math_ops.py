@@ -193,6 +193,8 @@ def unary(func: str, x: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiT
             ctx.emit(TensorScalar(dst=step.access_pattern(), src=frac.access_pattern(), op0=cmp, operand0=0.0,
                                   op1="multiply", operand1=sign))
             ctx.emit(TensorTensor(dst=dst, in0=whole.access_pattern(), in1=step.access_pattern(), op="add"))
+    elif func in COMPOSITE_ACTIVATIONS:
+        _composite_activation(func, x, out)
     elif func == "tan":
         s, c = unary("sin", x), unary("cos", x)
         ctx.emit(TensorTensor(dst=dst, in0=s.access_pattern(), in1=c.access_pattern(), op="divide"))
@@ -200,6 +202,61 @@ def unary(func: str, x: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiT
         raise ctx.error("op.unknown", f"unknown elementwise function {func!r}")
     inherit_window(out, x)
     return out
+
+
+# Activation-table functions of nki.language that neuron-sim's ScalarE table lacks: built from
+# table functions and VectorE arithmetic (same values; a few instructions instead of one ACTIVATE,
+# so their timing is pessimistic).
+COMPOSITE_ACTIVATIONS = ("gelu_apprx_sigmoid", "gelu_apprx_sigmoid_dx", "gelu_dx", "silu_dx", "erf_dx")
+_GELU_SIGMOID_K = 1.702  # gelu(x) ~ x * sigmoid(1.702 x)
+
+
+def _composite_activation(func: str, x: NkiTensor, out: NkiTensor) -> None:
+    ctx = tracing.current()
+    src = x.access_pattern()
+    live = []  # temporaries stay allocated until the composite is done (their bytes are freed with them)
+
+    def tmp(emit_fn):
+        t = ndarray(out.shape, "float32", "sbuf")
+        live.append(t)
+        emit_fn(t.access_pattern())
+        return t.access_pattern()
+
+    def act(f, data=src, scale=1.0):
+        return tmp(lambda d: ctx.emit(Activation(dst=d, src=data, func=f, scale=scale)))
+
+    def ts(data, op0, operand0, op1=None, operand1=None, reverse0=False):
+        return tmp(lambda d: ctx.emit(TensorScalar(dst=d, src=data, op0=op0, operand0=operand0, reverse0=reverse0,
+                                                   op1=op1, operand1=operand1)))
+
+    def tt(a, b, op, dst=None):
+        if dst is not None:
+            ctx.emit(TensorTensor(dst=dst, in0=a, in1=b, op=op))
+            return dst
+        return tmp(lambda d: ctx.emit(TensorTensor(dst=d, in0=a, in1=b, op=op)))
+
+    dst = out.access_pattern()
+    if func in ("gelu_apprx_sigmoid", "gelu_apprx_sigmoid_dx"):
+        s = act("sigmoid", scale=_GELU_SIGMOID_K)
+        if func == "gelu_apprx_sigmoid":  # x * s
+            tt(src, s, "multiply", dst)
+            return
+        # s + k x s (1 - s)
+        one_minus = ts(s, "subtract", 1.0, reverse0=True)
+        ks = ts(tt(s, one_minus, "multiply"), "multiply", _GELU_SIGMOID_K)
+        tt(s, tt(ks, src, "multiply"), "add", dst)
+    elif func == "silu_dx":  # s (1 + x (1 - s)), s = sigmoid(x)
+        s = act("sigmoid")
+        one_minus = ts(s, "subtract", 1.0, reverse0=True)
+        inner = ts(tt(one_minus, src, "multiply"), "add", 1.0)
+        tt(s, inner, "multiply", dst)
+    elif func == "erf_dx":  # 2 / sqrt(pi) * exp(-x^2)
+        e = act("exp", data=act("square"), scale=-1.0)
+        ctx.emit(TensorScalar(dst=dst, src=e, op0="multiply", operand0=2.0 / math.sqrt(math.pi)))
+    elif func == "gelu_dx":  # Phi(x) + x phi(x)
+        cdf = ts(act("erf", scale=1.0 / math.sqrt(2.0)), "multiply", 0.5, "add", 0.5)
+        pdf = ts(act("exp", data=act("square"), scale=-0.5), "multiply", 1.0 / math.sqrt(2.0 * math.pi))
+        tt(tt(pdf, src, "multiply"), cdf, "add", dst)
 
 
 # --- reductions --------------------------------------------------------------------------------
