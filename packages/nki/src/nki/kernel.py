@@ -121,7 +121,10 @@ class Kernel:
             return _torch_call(self, args, kwargs)
         from .execution import run
 
-        return run(self, args, kwargs)
+        try:
+            return run(self, args, kwargs)
+        except Exception as err:
+            raise err.with_traceback(tracing.user_traceback(err.__traceback__))  # noqa: B904 - the same error
 
     # --- tracing ------------------------------------------------------------------------------
     def signature(self, args, kwargs, arch: Architecture) -> tuple:

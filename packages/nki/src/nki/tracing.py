@@ -37,6 +37,17 @@ def user_location() -> str | None:
     return None
 
 
+def user_traceback(tb):
+    """``tb`` without its leading frames inside nki / neuron_sim: an exception raised in a kernel
+    body (a ZeroDivisionError, a KeyError in a helper) shows the kernel's frames first, not the
+    tracer's. Frames after the first kernel frame are kept; a traceback with no kernel frame is
+    returned whole."""
+    first = tb
+    while first is not None and os.path.abspath(first.tb_frame.f_code.co_filename).startswith(_SKIP):
+        first = first.tb_next
+    return first if first is not None else tb
+
+
 def function_location(func, returns: bool = False) -> str | None:
     """``file:line`` of a kernel's ``def`` statement - or, with ``returns``, of its return
     statement when it has exactly one. Errors about what a kernel returns or writes are found

@@ -102,6 +102,20 @@ def test_zero_division_propagates_with_the_kernel_frame():
     assert (__file__, line_of("zero-division", __file__)) in _frames(info.value)
 
 
+def test_tracer_frames_are_dropped_from_the_traceback():
+    import os
+
+    import nki as nki_package
+
+    with pytest.raises(ZeroDivisionError) as info:
+        divides_by_zero(X)
+    frames = _frames(info.value)
+    nki_dir = os.path.dirname(nki_package.__file__)
+    # this test, the kernel call (nki's re-raise), then straight into the kernel body
+    inside = [f for f, _ in frames if f.startswith(nki_dir)]
+    assert len(inside) == 1 and frames[-1] == (__file__, line_of("zero-division", __file__))
+
+
 def test_key_error_propagates_from_helpers_called_by_the_kernel():
     with pytest.raises(KeyError, match="tile_n") as info:
         looks_up_missing_key(X, (("tile_m", 128),))
