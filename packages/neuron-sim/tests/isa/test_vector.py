@@ -448,9 +448,19 @@ def test_stream_shuffle_255_keeps_dst_and_broadcast():
 def test_stream_shuffle_source_outside_the_pattern():
     mask = (20,) + (0,) * 31
     src, dst = sb("float32", 16, 4), sb("float32", 16, 4, offset=256)
-    with pytest.raises(AccessPatternError) as info:
+    with pytest.raises(ValidationError) as info:  # found when the instruction is validated
         execute([StreamShuffle(dst=dst, src=src, mask=mask)], preload=[(src, data((16, 4)))])
     assert info.value.rule == "shuffle.source" and "partition 20" in str(info.value)
+    with pytest.raises(AccessPatternError) as info:  # and by the executor when run unvalidated
+        execute([StreamShuffle(dst=dst, src=src, mask=mask)], preload=[(src, data((16, 4)))], validate=False)
+    assert info.value.rule == "shuffle.source" and "partition 20" in str(info.value)
+
+
+def test_stream_shuffle_broadcasts_one_partition_into_a_quadrant():
+    src, dst = sb("float32", 1, 4), sb("float32", 32, 4, start=32, offset=256)
+    row = data((1, 4))
+    run = execute([StreamShuffle(dst=dst, src=src, mask=(0,) * 32)], preload=[(src, row)], fetch=[dst])
+    np.testing.assert_array_equal(run[0], np.broadcast_to(row, (32, 4)))
 
 
 # --- validation rules -----------------------------------------------------------------------------

@@ -109,8 +109,6 @@ def test_rmsnorm_legacy_rows_multiple_of_128_need_no_mask_clipping():
     assert_close(rmsnorm_legacy(x, g), rmsnorm_ref(x, g, eps=0.0))
 
 
-@pytest.mark.xfail(strict=True, reason="neuron-sim StreamShuffle validation requires src and dst to span the same "
-                                       "partitions; NKI broadcasts from a 1-partition source (NKIPy rmsnorm)")
 def test_weight_broadcast_by_stream_shuffle():
     g = rand((256,), seed=9)
     np.testing.assert_array_equal(broadcast_by_shuffle(g), np.broadcast_to(g, (128, 256)))

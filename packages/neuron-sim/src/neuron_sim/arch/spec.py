@@ -29,6 +29,9 @@ class TensorEngineSpec:
     cols: int  # stationary free size (output partitions)
     clock_hz: float
     moving_fmax: int  # max moving free size per instruction (fp32 elements of one PSUM bank)
+    # NC-v4 matmuls may write a result spanning several PSUM banks: up to this many fp32 columns
+    # (twice as many bf16). None: a result must fit one bank (NC-v2/v3).
+    multibank_moving_fmax: int | None
     min_moving_cycles: int  # the systolic pipeline's initiation interval floor
     fp32_slowdown: int  # fp32 matmuls run as several passes
     load_stationary_speedup: int  # fast LoadStationary relative to a MultiplyMoving of equal size

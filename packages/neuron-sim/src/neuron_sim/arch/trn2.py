@@ -24,6 +24,7 @@ TRN2 = Architecture(
         cols=128,
         clock_hz=2.4e9,
         moving_fmax=512,
+        multibank_moving_fmax=None,
         min_moving_cycles=64,
         fp32_slowdown=4,
         load_stationary_speedup=4,

@@ -355,7 +355,10 @@ def _bn_aggr(ex, inst: BnAggr):
 @handles(StreamShuffle)
 def _stream_shuffle(ex, inst: StreamShuffle):
     src = _flat_rows(ex.read(inst.src, "src"))
-    out = _flat_rows(ex.view(inst.dst)).copy() if 255 in inst.mask else np.empty_like(src, dtype=dtypes.to_numpy(inst.dst.dtype))
+    # The output has the destination's partitions (the source may span fewer: a broadcast).
+    rows = inst.dst.partition_count
+    out = (_flat_rows(ex.view(inst.dst)).copy() if 255 in inst.mask
+           else np.empty((rows, src.shape[1]), dtype=dtypes.to_numpy(inst.dst.dtype)))
     q = len(inst.mask)
     for r in range(inst.dst.partition_count):
         m = inst.mask[r % q]

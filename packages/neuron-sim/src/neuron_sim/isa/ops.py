@@ -103,6 +103,29 @@ def _mish(x):
     return x * np.tanh(_softplus(x))
 
 
+def _gelu_sigmoid(x):
+    return x * _sigmoid(np.float32(1.702) * x)
+
+
+def _gelu_dx(x):
+    # d/dx [x * Phi(x)] = Phi(x) + x * phi(x)
+    return 0.5 * (1.0 + _erf(x / np.float32(math.sqrt(2.0)))) + x * np.exp(-0.5 * x * x) / np.float32(math.sqrt(2.0 * math.pi))
+
+
+def _gelu_sigmoid_dx(x):
+    s = _sigmoid(np.float32(1.702) * x)
+    return s + np.float32(1.702) * x * s * (1.0 - s)
+
+
+def _silu_dx(x):
+    s = _sigmoid(x)
+    return s * (1.0 + x * (1.0 - s))
+
+
+def _erf_dx(x):
+    return np.float32(2.0 / math.sqrt(math.pi)) * np.exp(-x * x)
+
+
 # Activation functions (ScalarE): name -> fp32 numpy function of one argument.
 ACTIVATIONS = {
     "copy": lambda x: x,
@@ -117,6 +140,11 @@ ACTIVATIONS = {
     "relu": lambda x: np.maximum(x, np.float32(0.0)),
     "gelu": _gelu,
     "gelu_apprx_tanh": _gelu_tanh,
+    "gelu_apprx_sigmoid": _gelu_sigmoid,
+    "gelu_dx": _gelu_dx,
+    "gelu_apprx_sigmoid_dx": _gelu_sigmoid_dx,
+    "silu_dx": _silu_dx,
+    "erf_dx": _erf_dx,
     "silu": lambda x: x * _sigmoid(x),
     "softplus": _softplus,
     "mish": _mish,

@@ -110,13 +110,19 @@ class Matmul(Instruction):
             raise ValidationError(
                 "matmul.stationary_fmax", f"stationary free size M={self.m} exceeds the {te.cols} columns of the PE array"
             )
-        if self.n > te.moving_fmax:
-            raise ValidationError("matmul.moving_fmax", f"moving free size N={self.n} exceeds {te.moving_fmax}")
+        limit = te.moving_fmax
+        if te.multibank_moving_fmax is not None:
+            limit = te.multibank_moving_fmax * (2 if self.dst.dtype == "bfloat16" else 1)
+        if self.n > limit:
+            raise ValidationError(
+                "matmul.moving_fmax", f"moving free size N={self.n} exceeds {limit} on {arch.neuron_core} ({self.dst.dtype} result)"
+            )
         if (self.dst.partition_count, self.dst.free_size) != (self.m, self.n):
             raise ValidationError(
                 "matmul.dst_shape", f"result of [K={self.k}, M={self.m}] x [K, N={self.n}] is [{self.m}, {self.n}], dst is {list(self.dst.shape)}"
             )
-        _check_psum_bank(self.dst, arch, "matmul")
+        if te.multibank_moving_fmax is None:  # NC-v4 writes wide results across banks
+            _check_psum_bank(self.dst, arch, "matmul")
 
 
 @dataclass(kw_only=True, eq=False)

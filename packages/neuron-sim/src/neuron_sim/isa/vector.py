@@ -370,7 +370,21 @@ class StreamShuffle(_Elementwise):
         return [self.dst]
 
     def _validate(self, arch):
-        self._check_io(arch, self.dst, (self.src, "src"))
+        # Unlike other elementwise ops, source and destination may span different partitions: a
+        # one-partition source broadcast into a quadrant is the common use (weights to 32 rows).
+        check_onchip(self.dst, arch, "dst")
+        check_onchip(self.src, arch, "src")
+        check_memory(self.dst, "vector", "dst", writing=True)
+        check_memory(self.src, "vector", "src", writing=False)
+        check_same_free_size(self.src, self.dst, "src", "dst")
         q = arch.quadrant
         if len(self.mask) != q or any(not (0 <= m < q or m == 255) for m in self.mask):
             raise ValidationError("shuffle.mask", f"shuffle mask needs {q} source ids in [0, {q}) or 255, got {list(self.mask)}")
+        for r in range(self.dst.partition_count):
+            m = self.mask[r % q]
+            if m != 255 and (r // q) * q + m >= self.src.partition_count:
+                raise ValidationError(
+                    "shuffle.source",
+                    f"destination partition {r} takes source partition {(r // q) * q + m}, but src spans "
+                    f"{self.src.partition_count} partition(s)",
+                )
