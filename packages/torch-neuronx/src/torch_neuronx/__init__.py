@@ -1,0 +1,65 @@
+"""torch-neuronx: AWS Trainium as a native PyTorch device, backed by a software NeuronCore.
+
+    import torch
+    model = MyModel().to("neuron")          # plain torch.Tensor on device "neuron"
+    loss = model(x.to("neuron")).sum(); loss.backward()
+    torch.neuron.synchronize()
+
+Importing is optional: PyTorch's backend autoload (the ``torch.backends`` entry point) imports
+this package when ``import torch`` runs. Every op runs on the simulated device; ops without a
+device lowering run CPU kernels over device memory (CPU fallback, tracked and reported once).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import _registration
+
+_registration.initialize()
+
+from . import memory, neuron, random  # noqa: E402
+from .errors import NeuronOutOfMemoryError, NeuronRuntimeError  # noqa: E402
+from .neuron import (  # noqa: E402
+    current_device,
+    device,
+    device_count,
+    get_device_name,
+    get_device_properties,
+    is_available,
+    is_initialized,
+    set_device,
+    synchronize,
+)
+from .memory import (  # noqa: E402
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    memory_summary,
+    reset_accumulated_memory_stats,
+    reset_peak_memory_stats,
+)
+from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops  # noqa: E402
+from .random import get_rng_state, initial_seed, manual_seed, manual_seed_all, seed, set_rng_state  # noqa: E402
+from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: E402
+
+__version__ = "2.13.0+sim"
+
+
+def _autoload() -> None:
+    """Entry point of the ``torch.backends`` group: importing this module registered the device."""
+
+
+__all__ = [
+    "torch", "memory", "neuron", "random", "NeuronOutOfMemoryError", "NeuronRuntimeError",
+    "current_device", "device", "device_count", "get_device_name", "get_device_properties", "is_available",
+    "is_initialized", "set_device", "synchronize", "empty_cache", "max_memory_allocated", "max_memory_reserved",
+    "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats", "memory_summary",
+    "reset_accumulated_memory_stats", "reset_peak_memory_stats", "clear_op_tracking", "get_executed_ops",
+    "get_fallback_ops", "get_rng_state", "initial_seed", "manual_seed", "manual_seed_all", "seed", "set_rng_state",
+    "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream",
+]

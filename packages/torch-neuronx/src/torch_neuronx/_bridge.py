@@ -1,0 +1,128 @@
+"""The bridge between the C++ shim and neuron_sim's runtime.
+
+The shim's allocator, stream and event hooks call these methods (with the GIL held). Device memory
+is neuron_sim HBM: real host memory, accounted against each NeuronCore's capacity. Streams are
+runtime queues (stream 0 is a device's default queue) and events are runtime events, so
+``Event.elapsed_time`` measures simulated device time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import numpy as np
+import torch
+
+from neuron_sim import OutOfMemoryError as SimOutOfMemoryError
+from neuron_sim.runtime import Event as SimEvent
+from neuron_sim.runtime import Runtime
+
+from .errors import NeuronOutOfMemoryError
+
+
+class Bridge:
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+        self._lock = threading.Lock()
+        self._blocks: dict[int, tuple[int, object]] = {}  # address -> (device, HbmAllocation)
+        self._host: dict[int, torch.Tensor] = {}  # address -> uint8 CPU tensor over the block
+        self._queues: dict[tuple[int, int], object] = {}  # (device, stream id) -> runtime Queue
+        self._events: dict[int, SimEvent] = {}
+        self._stream_ids = itertools.count(1)
+        self._event_ids = itertools.count(1)
+
+    # --- memory ----------------------------------------------------------------------------
+    def malloc(self, device: int, nbytes: int) -> int:
+        dev = self.runtime.device(device)
+        try:
+            block = dev.allocate(nbytes, tag="torch")
+        except SimOutOfMemoryError as err:
+            raise NeuronOutOfMemoryError(
+                f"neuron:{device} out of memory: tried to allocate {nbytes} bytes; {err.free} bytes free of "
+                f"{err.capacity} (simulated HBM). Free tensors (del + gc) or use a smaller batch."
+            ) from None
+        host = torch.from_numpy(block.array) if nbytes else torch.empty(0, dtype=torch.uint8)
+        with self._lock:
+            self._blocks[block.address] = (device, block)
+            self._host[block.address] = host
+        return block.address
+
+    def free(self, address: int) -> None:
+        with self._lock:
+            device, block = self._blocks.pop(address)
+            self._host.pop(address, None)
+        self.runtime.device(device).free(block)
+
+    def host_bytes(self, address: int, nbytes: int) -> torch.Tensor:
+        """uint8 CPU tensor aliasing device bytes [address, address + nbytes) (zero-copy)."""
+        with self._lock:
+            entry = self._blocks.get(address)
+            host = self._host.get(address)
+        if entry is not None:
+            return host[:nbytes] if nbytes != host.numel() else host
+        for device in self.runtime.devices:  # an interior pointer: find its block
+            try:
+                block, offset = device.hbm.resolve(address, max(nbytes, 1))
+            except Exception:  # noqa: BLE001 - not this device's memory
+                continue
+            with self._lock:
+                host = self._host[block.address]
+            return host[offset : offset + nbytes]
+        raise RuntimeError(f"address {address:#x} is not neuron device memory")
+
+    def numpy_bytes(self, address: int, nbytes: int) -> np.ndarray:
+        return self.host_bytes(address, nbytes).numpy()
+
+    # --- streams ---------------------------------------------------------------------------
+    def queue(self, device: int, stream_id: int):
+        key = (device, stream_id)
+        queue = self._queues.get(key)
+        if queue is None:
+            if stream_id != 0:
+                raise RuntimeError(f"neuron:{device} has no stream with id {stream_id}")
+            queue = self._queues[key] = self.runtime.device(device).default_queue
+        return queue
+
+    def new_stream(self, device: int, priority: int) -> int:
+        stream_id = next(self._stream_ids)
+        self._queues[(device, stream_id)] = self.runtime.device(device).new_queue(f"stream{stream_id}")
+        return stream_id
+
+    def query_stream(self, device: int, stream_id: int) -> bool:
+        return self.queue(device, stream_id).query()
+
+    def synchronize_stream(self, device: int, stream_id: int) -> None:
+        self.queue(device, stream_id).synchronize()
+
+    def synchronize_device(self, device: int) -> None:
+        if device < 0:
+            self.runtime.synchronize()
+        else:
+            self.runtime.device(device).synchronize()
+
+    # --- events ----------------------------------------------------------------------------
+    def record_event(self, event_id: int, device: int, stream_id: int) -> int:
+        if event_id == 0:
+            event_id = next(self._event_ids)
+            self._events[event_id] = SimEvent()
+        self._events[event_id].record(self.queue(device, stream_id))
+        return event_id
+
+    def block(self, event_id: int, device: int, stream_id: int) -> None:
+        self.queue(device, stream_id).wait_event(self._events[event_id])
+
+    def query_event(self, event_id: int) -> bool:
+        return self._events[event_id].query()
+
+    def synchronize_event(self, event_id: int) -> None:
+        self._events[event_id].synchronize()
+
+    def destroy_event(self, event_id: int) -> None:
+        self._events.pop(event_id, None)
+
+    def elapsed_time(self, start_id: int, end_id: int) -> float:
+        return self._events[start_id].elapsed_time(self._events[end_id])
+
+    def event(self, event_id: int) -> SimEvent:
+        return self._events[event_id]

@@ -1,0 +1,42 @@
+"""Registering the ``neuron`` device with PyTorch (once per process).
+
+Order matters: rename PrivateUse1, start the simulator runtime and hand it to the C++ shim
+(allocator, hooks, guard), register the device module as ``torch.neuron``, generate the
+``Tensor.neuron()``-style methods, then install the kernels, the CPU fallback and autocast.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import _state
+
+_LIBRARIES: list = []  # registrations live as long as these Library objects
+
+
+def initialize() -> None:
+    with _state._lock:
+        if _state._initialized:
+            return
+        from neuron_sim.runtime import get_runtime
+
+        from . import _C, amp, neuron
+        from ._bridge import Bridge
+        from .ops import fallback, kernels
+
+        if torch._C._get_privateuse1_backend_name() != "neuron":
+            torch.utils.rename_privateuse1_backend("neuron")
+        runtime = get_runtime()
+        bridge = Bridge(runtime)
+        _C.init(bridge, [d.hbm.capacity for d in runtime.devices])
+        _state._bridge, _state._shim = bridge, _C
+        torch._register_device_module("neuron", neuron)
+        torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
+
+        lib = torch.library.Library("aten", "IMPL")
+        kernels.register(lib)
+        fb = torch.library.Library("_", "IMPL")
+        fb.fallback(fallback.cpu_fallback, "PrivateUse1")
+        _LIBRARIES.extend([lib, fb])
+        amp.register(_LIBRARIES)
+        _state._initialized = True

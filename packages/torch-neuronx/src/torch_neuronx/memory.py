@@ -1,0 +1,76 @@
+"""Device memory statistics, as torch.cuda's memory API names them.
+
+There is no caching allocator: freed memory returns to the simulated HBM at once, so reserved
+equals allocated and ``empty_cache`` has nothing to release.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import torch
+
+from . import _state
+
+
+def _index(device) -> int:
+    if device is None:
+        return _state.shim().current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    return device.index if device.index is not None else _state.shim().current_device()
+
+
+def _check(index: int) -> int:
+    count = _state.bridge().runtime.device_count
+    if not 0 <= index < count:
+        raise ValueError(f"invalid neuron device index {index}: {count} device(s) are visible (NEURON_RT_VISIBLE_CORES)")
+    return index
+
+
+def memory_stats(device=None) -> OrderedDict:
+    return torch.accelerator.memory_stats(_check(_index(device)))
+
+
+def memory_allocated(device=None) -> int:
+    return torch.accelerator.memory_allocated(_check(_index(device)))
+
+
+def max_memory_allocated(device=None) -> int:
+    return torch.accelerator.max_memory_allocated(_check(_index(device)))
+
+
+def memory_reserved(device=None) -> int:
+    return torch.accelerator.memory_reserved(_check(_index(device)))
+
+
+def max_memory_reserved(device=None) -> int:
+    return torch.accelerator.max_memory_reserved(_check(_index(device)))
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    torch.accelerator.reset_peak_memory_stats(_check(_index(device)))
+
+
+def reset_accumulated_memory_stats(device=None) -> None:
+    torch.accelerator.reset_accumulated_memory_stats(_check(_index(device)))
+
+
+def empty_cache() -> None:
+    """Nothing is cached (every free returns memory to HBM); kept for API parity."""
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """(free bytes, total bytes) of the device's simulated HBM."""
+    return torch.accelerator.get_memory_info(_check(_index(device)))
+
+
+def memory_summary(device=None) -> str:
+    stats = memory_stats(device)
+    free, total = mem_get_info(device)
+    return (
+        f"neuron:{_index(device)} simulated HBM: {stats.get('allocated_bytes.all.current', 0):,} B allocated "
+        f"(peak {stats.get('allocated_bytes.all.peak', 0):,} B) of {total:,} B; {free:,} B free; "
+        f"{stats.get('allocation.all.current', 0)} live allocations, {stats.get('num_ooms', 0)} OOMs"
+    )

@@ -1,0 +1,307 @@
+"""CPU fallback: run an ATen op with CPU kernels over zero-copy views of device memory.
+
+Asynchronous like any device op: output shapes come from the op's meta kernel at submission, the
+outputs are allocated on the device, and the computation is queued on the current stream of the
+operands' device. Errors raised by the kernel are kept and re-raised at the next synchronization
+point, with the op and its argument shapes. Ops whose results cannot be known without the data
+(``nonzero``, ``item``, ``unique``...) synchronize the stream and run at once; view ops only
+compute metadata and run at once.
+
+Random ops draw from the device's generator (a CPU engine tagged ``neuron``), so seeding with
+``torch.manual_seed`` makes neuron random streams reproducible - and equal to CPU's when the same
+ops consume them in the same order.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from .. import _state
+from . import costs, tracking
+from .host import host_view, is_neuron
+
+_RNG_LOCK = threading.Lock()
+_NOT_META: set = set()  # ops whose meta kernel is missing or data-dependent: run synchronously
+# Ops that return host values or data-dependent shapes, known up front.
+_SYNC_OPS = {
+    "aten::_local_scalar_dense", "aten::nonzero", "aten::nonzero_static", "aten::masked_select", "aten::unique",
+    "aten::_unique", "aten::_unique2", "aten::unique_dim", "aten::unique_consecutive", "aten::equal", "aten::is_nonzero",
+    "aten::item", "aten::repeat_interleave", "aten::bincount", "aten::histc", "aten::allclose", "aten::is_set_to",
+}
+_CPU = torch.device("cpu")
+
+
+def _device_of(flat) -> torch.device | None:
+    device = None
+    for x in flat:
+        if is_neuron(x):
+            if device is None:
+                device = x.device
+            elif x.device != device:
+                raise RuntimeError(
+                    f"Expected all tensors to be on the same device, but found at least two devices, {device} and {x.device}!"
+                )
+    for x in flat:
+        if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() > 0 and device is not None:
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, {device} and cpu!"
+            )
+        if device is None and isinstance(x, torch.device) and x.type == "neuron":
+            device = torch.device("neuron", x.index if x.index is not None else _state.shim().current_device())
+    return device
+
+
+def _op_name(op) -> str:
+    return op._schema.name
+
+
+def _uses_generator(op) -> bool:
+    return any("Generator" in str(a.type) for a in op._schema.arguments)
+
+
+def _generator_for(flat, device: torch.device):
+    for x in flat:
+        if isinstance(x, torch.Generator) and x.device.type == "neuron":
+            return x
+    from ..random import default_generator
+
+    return default_generator(device.index)
+
+
+def _to_cpu_value(x):
+    """Operands as CPU kernels take them (generators are swapped in by _execute)."""
+    if is_neuron(x):
+        return host_view(x)
+    if isinstance(x, torch.device) and x.type == "neuron":
+        return _CPU
+    return x
+
+
+def _to_meta_value(x):
+    if isinstance(x, torch.Tensor) and x.device.type in ("neuron", "cpu"):
+        return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device="meta").requires_grad_(False)
+    if isinstance(x, torch.device) and x.type == "neuron":
+        return torch.device("meta")
+    if isinstance(x, torch.Generator):
+        return None
+    return x
+
+
+def _describe(op, flat) -> str:
+    shapes = [f"{list(x.shape)}:{str(x.dtype).replace('torch.', '')}" for x in flat if isinstance(x, torch.Tensor)]
+    return f"{_op_name(op)}({', '.join(shapes)})"
+
+
+def _nbytes(flat) -> int:
+    return sum(x.numel() * x.element_size() for x in flat if isinstance(x, torch.Tensor))
+
+
+class _Rng:
+    """Run a random op with a CPU generator holding the neuron generator's state, then write the
+    advanced state back (CPU kernels refuse a generator tagged with another device)."""
+
+    def __init__(self, neuron_generator):
+        self.neuron = neuron_generator
+        self.cpu = torch.Generator()
+
+    def __enter__(self):
+        _RNG_LOCK.acquire()
+        self.cpu.set_state(self.neuron.get_state())
+        return self.cpu
+
+    def __exit__(self, *exc):
+        try:
+            self.neuron.set_state(self.cpu.get_state())
+        finally:
+            _RNG_LOCK.release()
+
+
+def cpu_fallback(op, *args, **kwargs):
+    """The boxed fallback kernel for every ATen op without a neuron kernel."""
+    flat, spec = tree_flatten((args, kwargs))
+    device = _device_of(flat)
+    if device is None:  # no neuron operand at all: nothing to do on the device
+        return op(*args, **kwargs)
+    name = _op_name(op)
+    tracking.record(name, fallback=True)
+    returns = op._schema.returns
+    if any(r.alias_info is not None and not r.alias_info.is_write for r in returns):
+        return _run_view(op, flat, spec)
+    if name in _SYNC_OPS or op in _NOT_META:
+        return _run_now(op, flat, spec, device)
+    try:
+        meta_flat = [_to_meta_value(x) for x in flat]
+        meta_args, meta_kwargs = tree_unflatten(meta_flat, spec)
+        meta_out = op(*meta_args, **meta_kwargs)
+    except (NotImplementedError, RuntimeError) as err:
+        if _is_shape_error(err):
+            raise  # the op's own argument checks: report them now, like any device would
+        _NOT_META.add(op)
+        return _run_now(op, flat, spec, device)
+    if _has_non_tensor(meta_out):
+        _NOT_META.add(op)
+        return _run_now(op, flat, spec, device)
+    return _run_async(op, flat, spec, device, meta_out)
+
+
+def _is_shape_error(err: Exception) -> bool:
+    text = str(err)
+    return not isinstance(err, NotImplementedError) and "Meta" not in text and "meta" not in text
+
+
+def _has_non_tensor(out) -> bool:
+    leaves, _ = tree_flatten(out)
+    return any(not isinstance(x, torch.Tensor) and x is not None for x in leaves)
+
+
+def _written_inputs(op, args_flat_by_name):
+    """Map of alias-set names to the input tensors the op writes (in-place and out= arguments)."""
+    written = {}
+    for arg in op._schema.arguments:
+        info = arg.alias_info
+        if info is not None and info.is_write:
+            value = args_flat_by_name.get(arg.name)
+            for alias in info.before_set:
+                written[alias] = value
+    return written
+
+
+def _arguments_by_name(op, args, kwargs) -> dict:
+    values = {}
+    positional = [a for a in op._schema.arguments if not a.kwarg_only]
+    for a, v in zip(positional, args):
+        values[a.name] = v
+    values.update(kwargs)
+    return values
+
+
+def _run_async(op, flat, spec, device, meta_out):
+    args, kwargs = tree_unflatten(flat, spec)
+    by_name = _arguments_by_name(op, args, kwargs)
+    written = _written_inputs(op, by_name)
+    returns = op._schema.returns
+    meta_leaves, out_spec = tree_flatten(meta_out)
+
+    # Device outputs: inputs for in-place / out= returns (resized now if needed), new tensors otherwise.
+    results = []
+    fresh = []  # (device tensor, index in the CPU result leaves)
+    ret_leaf_alias = _return_aliases(returns, meta_out)
+    for i, meta in enumerate(meta_leaves):
+        if meta is None:
+            results.append(None)
+            continue
+        alias = ret_leaf_alias[i]
+        target = written.get(alias) if alias is not None else None
+        if isinstance(target, (list, tuple)):
+            target = None  # list outputs aliasing list inputs are handled by position below
+        if target is not None and is_neuron(target):
+            if tuple(target.shape) != tuple(meta.shape):
+                target.resize_(meta.shape)
+            results.append(target)
+        else:
+            out = torch.empty_strided(meta.size(), meta.stride(), dtype=meta.dtype, device=device)
+            results.append(out)
+            fresh.append((out, i))
+    # Inputs written in place (including through list arguments, _foreach_*_) are written by the
+    # CPU kernel itself through their host views.
+    rng = _Rng(_generator_for(flat, device)) if _uses_generator(op) else None
+    cpu_flat = [_to_cpu_value(x) for x in flat]
+    out_views = [(host_view(out), i) for out, i in fresh]
+    nbytes_in = _nbytes([x for x in flat if is_neuron(x)])
+    nbytes_out = sum(out.numel() * out.element_size() for out, _ in fresh)
+    context = _describe(op, flat)
+
+    def run():
+        leaves, _ = tree_flatten(_execute(op, cpu_flat, spec, rng))
+        for view, i in out_views:
+            view.copy_(leaves[i])
+
+    queue = _state.current_queue(device.index)
+    queue.submit(run, device_time_ns=costs.fallback_ns(nbytes_in, nbytes_out), name=_op_name(op), kind="cpu_fallback",
+                 context=f"{context} on {device} (CPU fallback)")
+    return tree_unflatten(results, out_spec)
+
+
+def _execute(op, cpu_values, spec, rng: _Rng | None):
+    """Call ``op`` on CPU operands; a random op draws from the device generator's state."""
+    args, kwargs = tree_unflatten(cpu_values, spec)
+    if rng is None:
+        return op(*args, **kwargs)
+    with rng as generator:
+        args, kwargs = list(args), dict(kwargs)
+        for i, a in enumerate(op._schema.arguments):  # the Generator? argument, positional or keyword
+            if "Generator" in str(a.type):
+                if not a.kwarg_only and i < len(args):
+                    args[i] = generator
+                else:
+                    kwargs[a.name] = generator
+        return op(*args, **kwargs)
+
+
+def _return_aliases(returns, meta_out) -> list:
+    """Alias-set name (or None) for each leaf of the flattened return value."""
+    leaves, _ = tree_flatten(meta_out)
+    if len(returns) == len(leaves):
+        return [next(iter(r.alias_info.after_set), None) if r.alias_info is not None else None for r in returns]
+    return [None] * len(leaves)  # a list return: fresh tensors (or written through list inputs)
+
+
+def _run_now(op, flat, spec, device):
+    """Synchronize the operands' stream, run on CPU at once, and map the results back."""
+    queue = _state.current_queue(device.index)
+    queue.synchronize()
+    rng = _Rng(_generator_for(flat, device)) if _uses_generator(op) else None
+    cpu_flat = [_to_cpu_value(x) for x in flat]
+    result = _execute(op, cpu_flat, spec, rng)
+    mapped = _map_back(result, flat, cpu_flat, device)
+    nbytes = _nbytes([x for x in flat if is_neuron(x)]) + _nbytes([x for x in tree_flatten(result)[0]])
+    queue.submit(lambda: None, device_time_ns=costs.fallback_ns(nbytes, 0), name=_op_name(op), kind="cpu_fallback",
+                 context=f"{_describe(op, flat)} on {device} (CPU fallback, synchronous)")
+    return mapped
+
+
+def _run_view(op, flat, spec):
+    """A view op: metadata only, so it runs now without waiting for the data."""
+    device = _device_of(flat)
+    cpu_flat = [host_view(x) if is_neuron(x) else (_CPU if isinstance(x, torch.device) and x.type == "neuron" else x) for x in flat]
+    args, kwargs = tree_unflatten(cpu_flat, spec)
+    return _map_back(op(*args, **kwargs), flat, cpu_flat, device)
+
+
+def _map_back(result, flat, cpu_flat, device):
+    """CPU results -> neuron tensors: aliases of inputs become the inputs (or views of them);
+    new CPU tensors are copied to new device tensors."""
+    by_key = {}
+    bases = {}
+    for orig, cpu in zip(flat, cpu_flat):
+        if is_neuron(orig):
+            by_key[(cpu.data_ptr(), cpu.dtype, tuple(cpu.shape), cpu.stride())] = orig
+            if cpu.untyped_storage().nbytes():
+                bases[cpu.untyped_storage().data_ptr()] = orig
+
+    def back(o):
+        if not isinstance(o, torch.Tensor):
+            return o
+        key = (o.data_ptr(), o.dtype, tuple(o.shape), o.stride())
+        if key in by_key:
+            return by_key[key]
+        base = bases.get(o.untyped_storage().data_ptr()) if o.untyped_storage().nbytes() else None
+        if base is not None:  # a view of an input (possibly reinterpreted, e.g. view_as_real)
+            if base.dtype != o.dtype:
+                base = torch.ops.aten.view.dtype(base, o.dtype)
+            return torch.ops.aten.as_strided.default(base, o.shape, o.stride(), o.storage_offset())
+        out = torch.empty_strided(o.size(), _dense_strides(o), dtype=o.dtype, device=device)
+        host_view(out).copy_(o)
+        return out
+
+    leaves, spec = tree_flatten(result)
+    return tree_unflatten([back(o) for o in leaves], spec)
+
+
+def _dense_strides(t: torch.Tensor):
+    if t.is_contiguous() or not t.is_non_overlapping_and_dense():
+        return torch.empty(t.shape, device="meta").stride()
+    return t.stride()

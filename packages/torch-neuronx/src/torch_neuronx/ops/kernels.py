@@ -1,0 +1,126 @@
+"""Explicit PrivateUse1 kernels: copies, resize, metadata-only views, and the few ops core
+PyTorch routes to backend-specific names. Everything else reaches the CPU fallback."""
+
+from __future__ import annotations
+
+import torch
+
+from .. import _state
+from . import costs, fallback, tracking
+from .host import host_view, is_neuron
+
+_CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+
+
+def _queue_of(t: torch.Tensor):
+    return _state.current_queue(t.device.index)
+
+
+def _dma_bytes_per_ns() -> float:
+    arch = _state.bridge().runtime.devices[0].arch
+    return arch.dma.peak_bytes_per_ns
+
+
+def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+    """``dst.copy_(self)`` when either side is a neuron tensor, ordered on the current streams."""
+    tracking.record("aten::copy_", fallback=False)
+    nbytes = self.numel() * self.element_size()
+    if is_neuron(dst) and not is_neuron(self):  # host -> device
+        # Snapshot the source unless it is pinned and the copy non-blocking (then the caller must
+        # keep it unchanged until the stream reaches the copy, as with CUDA).
+        src = self if non_blocking and self.is_pinned() else self.clone()
+        target = host_view(dst)
+        _queue_of(dst).submit(lambda: target.copy_(src), device_time_ns=costs.host_copy_ns(nbytes),
+                              name="copy_h2d", kind="copy", context=f"copy {list(self.shape)} host -> {dst.device}")
+        return dst
+    if is_neuron(self) and not is_neuron(dst):  # device -> host
+        source = host_view(self)
+        queue = _queue_of(self)
+        if non_blocking:
+            queue.submit(lambda: dst.copy_(source), device_time_ns=costs.host_copy_ns(nbytes), name="copy_d2h",
+                         kind="copy", context=f"copy {list(self.shape)} {self.device} -> host")
+        else:
+            queue.submit(lambda: None, device_time_ns=costs.host_copy_ns(nbytes), name="copy_d2h", kind="copy",
+                         context=f"copy {list(self.shape)} {self.device} -> host")
+            queue.synchronize()  # a blocking read: everything queued before it (and it) is done
+            dst.copy_(source)
+        return dst
+    # device -> device
+    source = host_view(self)
+    target = host_view(dst)
+    if self.device != dst.device:  # another core's memory: wait for its producer, then copy
+        _queue_of(self).synchronize()
+        source = source.clone()
+    _queue_of(dst).submit(lambda: target.copy_(source), device_time_ns=costs.device_copy_ns(nbytes, _dma_bytes_per_ns()),
+                          name="copy_d2d", kind="copy", context=f"copy {list(self.shape)} {self.device} -> {dst.device}")
+    return dst
+
+
+def copy_from_and_resize(self: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+    dst.resize_(self.shape)
+    return copy_from(self, dst)
+
+
+def resize_(self: torch.Tensor, size, memory_format=None):
+    """Grow or shrink a tensor's metadata; a larger storage is reallocated with the data copied
+    (after the stream's pending writes to it)."""
+    needed = (self.storage_offset() + _span(size)) * self.element_size()
+    if needed > self.untyped_storage().nbytes() and self.untyped_storage().nbytes() > 0:
+        _queue_of(self).synchronize()
+    return torch.ops.aten.resize_.default.redispatch(_CPU_KEYS, self, size, memory_format=memory_format)
+
+
+def _span(size) -> int:
+    n = 1
+    for s in size:
+        n *= s
+    return n
+
+
+def has_compatible_shallow_copy_type(self, other) -> bool:
+    # Lets ``cpu_param.data = neuron_tensor`` work, so Module.to("neuron") keeps Parameter
+    # identity (an optimizer built before .to() still holds the live parameters).
+    ok = ("cpu", "neuron")
+    return self.layout == other.layout == torch.strided and self.device.type in ok and other.device.type in ok
+
+
+def convolution_overrideable(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    return fallback.cpu_fallback(torch.ops.aten.convolution.default, input, weight, bias, stride, padding, dilation,
+                                 transposed, output_padding, groups)
+
+
+def convolution_backward_overrideable(grad_output, input, weight, stride, padding, dilation, transposed, output_padding,
+                                      groups, output_mask):
+    return fallback.cpu_fallback(torch.ops.aten.convolution_backward.default, grad_output, input, weight, None, stride,
+                                 padding, dilation, transposed, output_padding, groups, output_mask)
+
+
+def metadata_only(op):
+    """View ops whose CPU kernels only compute sizes and strides: valid for any device."""
+
+    def kernel(*args, **kwargs):
+        return op.redispatch(_CPU_KEYS, *args, **kwargs)
+
+    return kernel
+
+
+METADATA_OPS = [
+    "as_strided", "view", "_reshape_alias", "set_.source_Storage", "set_.source_Storage_storage_offset",
+    "set_.source_Tensor", "set_", "unfold",
+]
+
+
+def register(lib: torch.library.Library) -> None:
+    for name, fn in [
+        ("_copy_from", copy_from),
+        ("_copy_from_and_resize", copy_from_and_resize),
+        ("resize_", resize_),
+        ("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type),
+        ("convolution_overrideable", convolution_overrideable),
+        ("convolution_backward_overrideable", convolution_backward_overrideable),
+    ]:
+        lib.impl(name, fn, "PrivateUse1")
+    for name in METADATA_OPS:
+        base, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, base), overload or "default")
+        lib.impl(name, metadata_only(op), "PrivateUse1")

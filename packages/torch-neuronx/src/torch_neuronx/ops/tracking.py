@@ -1,0 +1,56 @@
+"""Which ATen ops ran on the neuron device, and which of them fell back to CPU kernels.
+
+As TorchNeuron does: each op that falls back is logged once (a warning naming it), and the
+lists are available from ``get_fallback_ops()`` / ``get_executed_ops()`` until
+``clear_op_tracking()``.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+_lock = threading.Lock()
+_executed: dict[str, int] = {}
+_fallback: dict[str, int] = {}
+_warned: set[str] = set()
+
+
+class NeuronFallbackWarning(UserWarning):
+    """An ATen op ran through CPU kernels instead of on the NeuronCore."""
+
+
+def record(name: str, fallback: bool) -> None:
+    with _lock:
+        _executed[name] = _executed.get(name, 0) + 1
+        if fallback:
+            _fallback[name] = _fallback.get(name, 0) + 1
+            first = name not in _warned
+            _warned.add(name)
+        else:
+            first = False
+    if first:
+        warnings.warn(f"Operator '{name}' executed via CPU fallback", NeuronFallbackWarning, stacklevel=3)
+
+
+def get_executed_ops() -> list[str]:
+    """ATen ops executed on neuron tensors since the last clear (on device or through fallback)."""
+    with _lock:
+        return sorted(_executed)
+
+
+def get_fallback_ops() -> list[str]:
+    """ATen ops that ran through CPU kernels since the last clear."""
+    with _lock:
+        return sorted(_fallback)
+
+
+def get_op_counts() -> dict[str, dict[str, int]]:
+    with _lock:
+        return {"executed": dict(_executed), "fallback": dict(_fallback)}
+
+
+def clear_op_tracking() -> None:
+    with _lock:
+        _executed.clear()
+        _fallback.clear()
