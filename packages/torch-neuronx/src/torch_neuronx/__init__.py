@@ -43,6 +43,7 @@ from .memory import (  # noqa: E402
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
+from .nki_op import nki_op, wrap_nki  # noqa: E402
 from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops  # noqa: E402
 from .random import get_rng_state, initial_seed, manual_seed, manual_seed_all, seed, set_rng_state  # noqa: E402
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: E402
@@ -61,5 +62,7 @@ __all__ = [
     "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats", "memory_summary",
     "reset_accumulated_memory_stats", "reset_peak_memory_stats", "clear_op_tracking", "get_executed_ops",
     "get_fallback_ops", "get_rng_state", "initial_seed", "manual_seed", "manual_seed_all", "seed", "set_rng_state",
-    "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream",
+    "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "nki_op", "wrap_nki", "nki",
 ]
+
+import nki  # noqa: E402  (``from torch_neuronx import nki`` as in TorchNeuron's examples)

@@ -42,6 +42,15 @@ class Event(torch.Event):
         return super().__new__(cls, device=_device(device), enable_timing=enable_timing, blocking=blocking,
                                interprocess=interprocess)
 
+    def elapsed_time(self, end_event: torch.Event) -> float:
+        # torch.Event.elapsed_time insists on the exact torch.Event type for ``end_event``; both
+        # are ids of simulator events, so ask the bridge directly (it waits for ``end_event``).
+        if not isinstance(end_event, torch.Event) or end_event.device.type != "neuron":
+            raise TypeError(f"expected a neuron torch.Event, got {end_event!r}")
+        if not self.event_id or not end_event.event_id:
+            raise RuntimeError("both events must be recorded before calling elapsed_time()")
+        return _state.bridge().elapsed_time(self.event_id, end_event.event_id)
+
 
 def current_stream(device=None) -> torch.Stream:
     return torch.accelerator.current_stream(_device(device))
