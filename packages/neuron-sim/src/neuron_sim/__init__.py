@@ -5,7 +5,7 @@ executor with the hardware's numerics, a timing model, the NEFF file format and 
 runtime of devices, queues and events.
 """
 
-from . import dtypes, isa, neff, runtime, timing, trace
+from . import dtypes, graph, isa, neff, runtime, timing, trace
 from .arch import Architecture, get_architecture
 from .builder import HbmTensor, ProgramBuilder, Tile
 from .errors import (
@@ -28,7 +28,7 @@ from .timing import TimingResult, estimate
 __version__ = "0.1.0"
 
 __all__ = [
-    "dtypes", "isa", "neff", "runtime", "timing", "trace", "Neff", "NeffCache", "Event", "Runtime", "get_runtime",
+    "dtypes", "graph", "isa", "neff", "runtime", "timing", "trace", "Neff", "NeffCache", "Event", "Runtime", "get_runtime",
     "TimingResult", "estimate", "Architecture", "get_architecture", "ProgramBuilder", "HbmTensor", "Tile",
     "AccessPatternError", "ConfigurationError", "ExecutionError", "NeffFormatError", "NeuronSimError",
     "OutOfMemoryError", "UninitializedReadError", "ValidationError", "ExactExecutor", "AccessPattern", "Hbm",

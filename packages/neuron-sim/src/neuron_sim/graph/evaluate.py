@@ -1,0 +1,67 @@
+"""The fast executor: evaluates a program's graph-level form over whole tensors.
+
+Inputs and outputs are zero-copy numpy views of the launch's buffers (device memory); each op
+runs once over whole tensors with the numerics of ``ops.py``. Timing never comes from here - it
+always comes from the program's ISA, so fast and exact runs report the same device time.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import ExecutionError, NeuronSimError, ValidationError
+from .ir import Graph
+from .ops import OPS
+
+_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> parsed Graph
+
+
+def graph_of(program) -> Graph:
+    graph = _GRAPHS.get(program)
+    if graph is None:
+        form = program.graph
+        if form is None:
+            raise ExecutionError(f"program {program.name!r} has no graph-level form for the fast executor")
+        graph = form if isinstance(form, Graph) else Graph.from_dict(form)
+        _GRAPHS[program] = graph
+    return graph
+
+
+def _view(buffer: np.ndarray, type_) -> np.ndarray:
+    dtype = dtypes.to_numpy(type_.dtype)
+    count = type_.num_elements
+    return np.ndarray((count,), dtype=dtype, buffer=buffer).reshape(type_.shape)
+
+
+def evaluate(graph: Graph, buffers: dict[str, np.ndarray]) -> None:
+    env: dict[int, np.ndarray] = {}
+    for v in graph.inputs:
+        env[v.id] = _view(buffers[v.name], v.type)
+    with np.errstate(all="ignore"):
+        for node in graph.nodes:
+            try:
+                results = OPS[node.op].evaluate([env[v.id] for v in node.inputs], node.attrs, [v.type for v in node.outputs])
+            except ValidationError as err:
+                raise err.at(node.location) from None
+            except NeuronSimError:
+                raise
+            except Exception as err:  # an op's numpy form failed: name it
+                raise ExecutionError(f"graph op {node.op} at {node.location or '?'} failed: {type(err).__name__}: {err}") from err
+            for v, r in zip(node.outputs, results):
+                env[v.id] = r
+    for v in graph.outputs:
+        target = _view(buffers[v.name], v.type)
+        target[...] = dtypes.convert(np.asarray(env[v.id]), v.type.dtype)
+
+
+class FastExecutor:
+    """Runtime executor for ``NEURON_SIM_MODE=fast`` (registered by neuron_sim.graph)."""
+
+    def __init__(self, arch=None):
+        self.arch = arch
+
+    def run(self, program, buffers) -> None:
+        evaluate(graph_of(program), buffers)

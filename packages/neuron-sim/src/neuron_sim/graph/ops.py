@@ -1,0 +1,473 @@
+"""Graph-level operations: shape rules and whole-tensor semantics with the engines' numerics.
+
+Every op computes as the NeuronCore does - floats and integer arithmetic in fp32, bitwise ops on
+integer bits, fp32 accumulation for reductions and matmuls - and rounds its result to the output
+dtype on write (``dtypes.convert``: RNE, saturating integers). The fast executor uses these
+definitions; compilers lower the same ops to ISA programs whose results must agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import ValidationError
+from ..isa import ops as alu
+from .ir import TensorType
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    infer: Callable[[list[TensorType], dict], list[TensorType]]
+    evaluate: Callable[[list[np.ndarray], dict, list[TensorType]], list[np.ndarray]]
+    arity: int | None  # None: variadic
+
+
+OPS: dict[str, OpSpec] = {}
+
+
+def _op(name: str, arity: int | None):
+    def register(pair):
+        infer, evaluate = pair
+        OPS[name] = OpSpec(infer, evaluate, arity)
+        return pair
+
+    return register
+
+
+def infer(op: str, types: list[TensorType], attrs: dict) -> list[TensorType]:
+    spec = OPS.get(op)
+    if spec is None:
+        raise ValidationError("graph.unknown_op", f"unknown graph op {op!r}")
+    if spec.arity is not None and len(types) != spec.arity:
+        raise ValidationError("graph.arity", f"{op} takes {spec.arity} operand(s), got {len(types)}")
+    return spec.infer(types, attrs)
+
+
+def f32(a: np.ndarray) -> np.ndarray:
+    """The engines' view of stored values: fp32 (integers too, as the ALUs compute)."""
+    return a if a.dtype == np.float32 else a.astype(np.float32)
+
+
+def _same(types, attrs):
+    return [types[0]]
+
+
+def _fail(rule: str, message: str):
+    raise ValidationError(rule, message)
+
+
+# --- elementwise ------------------------------------------------------------------------------
+
+UNARY = {
+    "abs": np.abs, "negate": np.negative, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x), "tanh": np.tanh, "sigmoid": alu.ACTIVATIONS["sigmoid"], "sin": np.sin,
+    "cos": np.cos, "tan": np.tan, "atan": np.arctan, "erf": alu.ACTIVATIONS["erf"], "floor": np.floor, "ceil": np.ceil,
+    "round": np.rint, "trunc": np.trunc, "sign": np.sign, "expm1": np.expm1, "log1p": np.log1p, "reciprocal": lambda x: 1.0 / x,
+    "relu": alu.ACTIVATIONS["relu"], "gelu": alu.ACTIVATIONS["gelu"], "gelu_tanh": alu.ACTIVATIONS["gelu_apprx_tanh"],
+    "silu": alu.ACTIVATIONS["silu"], "softplus": alu.ACTIVATIONS["softplus"], "square": np.square, "copy": lambda x: x,
+    "erf_dx": alu.ACTIVATIONS["erf_dx"], "gelu_dx": alu.ACTIVATIONS["gelu_dx"], "silu_dx": alu.ACTIVATIONS["silu_dx"],
+}
+BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide, "maximum": np.maximum,
+    "minimum": np.minimum, "power": np.power, "remainder": np.mod, "fmod": np.fmod, "atan2": np.arctan2,
+}
+BITWISE = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+           "shift_left": np.left_shift, "shift_right": np.right_shift}
+COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal}
+
+
+def _unary_eval(name):
+    fn = UNARY[name]
+
+    def evaluate(arrays, attrs, out_types):
+        with np.errstate(all="ignore"):
+            return [dtypes.convert(np.asarray(fn(f32(arrays[0])), dtype=np.float32), out_types[0].dtype)]
+
+    return evaluate
+
+
+for _name in UNARY:
+    _op(_name, 1)((_same, _unary_eval(_name)))
+
+
+def _check_same_shapes(op, types):
+    if len({t.shape for t in types}) != 1:
+        _fail("graph.shape", f"{op} needs operands of one shape (broadcast_in_dim first), got {[str(t) for t in types]}")
+
+
+def _binary_infer(op):
+    def infer_(types, attrs):
+        _check_same_shapes(op, types)
+        return [TensorType(types[0].shape, attrs.get("dtype", types[0].dtype))]
+
+    return infer_
+
+
+def _binary_eval(fn, bitwise=False):
+    def evaluate(arrays, attrs, out_types):
+        a, b = arrays
+        with np.errstate(all="ignore"):
+            if bitwise:
+                result = fn(a.astype(np.int64), b.astype(np.int64))
+                if out_types[0].dtype == "bool":
+                    return [result != 0]
+                return [result.astype(dtypes.to_numpy(out_types[0].dtype))]  # wraps, as integer hardware does
+            return [dtypes.convert(np.asarray(fn(f32(a), f32(b)), dtype=np.float32), out_types[0].dtype)]
+
+    return evaluate
+
+
+for _name, _fn in BINARY.items():
+    _op(_name, 2)((_binary_infer(_name), _binary_eval(_fn)))
+for _name, _fn in BITWISE.items():
+    _op(_name, 2)((_binary_infer(_name), _binary_eval(_fn, bitwise=True)))
+
+
+def _not_eval(arrays, attrs, out_types):
+    a = arrays[0]
+    if a.dtype == np.bool_ or out_types[0].dtype == "bool":
+        return [a == 0]
+    return [np.invert(a)]
+
+
+_op("not", 1)((_same, _not_eval))
+
+
+def _compare_infer(types, attrs):
+    _check_same_shapes("compare", types)
+    if attrs.get("direction") not in COMPARE:
+        _fail("graph.attr", f"compare direction must be one of {sorted(COMPARE)}, got {attrs.get('direction')!r}")
+    return [TensorType(types[0].shape, "bool")]
+
+
+def _compare_eval(arrays, attrs, out_types):
+    a, b = arrays
+    with np.errstate(invalid="ignore"):
+        return [COMPARE[attrs["direction"]](f32(a), f32(b))]
+
+
+_op("compare", 2)((_compare_infer, _compare_eval))
+
+
+def _select_infer(types, attrs):
+    _check_same_shapes("select", types)
+    if types[0].dtype != "bool":
+        _fail("graph.dtype", f"select's predicate must be bool, got {types[0].dtype}")
+    return [types[1]]
+
+
+def _select_eval(arrays, attrs, out_types):
+    pred, a, b = arrays
+    return [np.where(pred, a, b).astype(dtypes.to_numpy(out_types[0].dtype), copy=False)]
+
+
+_op("select", 3)((_select_infer, _select_eval))
+
+
+def _convert_infer(types, attrs):
+    return [TensorType(types[0].shape, attrs["dtype"])]
+
+
+def _convert_eval(arrays, attrs, out_types):
+    a = arrays[0]
+    target = out_types[0].dtype
+    if dtypes.is_int(target) or target == "bool" or a.dtype.kind in "iub":
+        return [dtypes.convert(a if a.dtype.kind in "iub" else f32(a), target)]
+    return [dtypes.convert(f32(a), target)]
+
+
+_op("convert", 1)((_convert_infer, _convert_eval))
+
+
+# --- shapes and data movement --------------------------------------------------------------------
+
+
+def _broadcast_infer(types, attrs):
+    shape, dims = tuple(attrs["shape"]), tuple(attrs["dims"])
+    src = types[0].shape
+    if len(dims) != len(src) or any(s not in (1, shape[d]) for s, d in zip(src, dims)):
+        _fail("graph.broadcast", f"cannot broadcast {list(src)} into {list(shape)} along dims {list(dims)}")
+    return [TensorType(shape, types[0].dtype)]
+
+
+def _broadcast_eval(arrays, attrs, out_types):
+    shape, dims = tuple(attrs["shape"]), tuple(attrs["dims"])
+    src = arrays[0]
+    expanded = [1] * len(shape)
+    for s, d in zip(src.shape, dims):
+        expanded[d] = s
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    return [np.broadcast_to(src.transpose(order).reshape(expanded), shape)]
+
+
+_op("broadcast_in_dim", 1)((_broadcast_infer, _broadcast_eval))
+
+
+def _reshape_infer(types, attrs):
+    shape = tuple(attrs["shape"])
+    if math.prod(shape) != types[0].num_elements:
+        _fail("graph.reshape", f"cannot reshape {list(types[0].shape)} into {list(shape)}")
+    return [TensorType(shape, types[0].dtype)]
+
+
+_op("reshape", 1)((_reshape_infer, lambda arrays, attrs, out: [arrays[0].reshape(tuple(attrs["shape"]))]))
+
+
+def _transpose_infer(types, attrs):
+    perm = tuple(attrs["perm"])
+    if sorted(perm) != list(range(types[0].rank)):
+        _fail("graph.transpose", f"{list(perm)} is not a permutation of {types[0].rank} dims")
+    return [TensorType(tuple(types[0].shape[p] for p in perm), types[0].dtype)]
+
+
+_op("transpose", 1)((_transpose_infer, lambda arrays, attrs, out: [arrays[0].transpose(tuple(attrs["perm"]))]))
+
+
+def _slice_infer(types, attrs):
+    start, limit, stride = attrs["start"], attrs["limit"], attrs.get("stride") or [1] * len(attrs["start"])
+    shape = []
+    for dim, (s, e, st) in enumerate(zip(start, limit, stride)):
+        if not (0 <= s <= e <= types[0].shape[dim]) or st <= 0:
+            _fail("graph.slice", f"slice [{s}:{e}:{st}] is outside dim {dim} of {list(types[0].shape)}")
+        shape.append(len(range(s, e, st)))
+    return [TensorType(tuple(shape), types[0].dtype)]
+
+
+def _slice_eval(arrays, attrs, out_types):
+    stride = attrs.get("stride") or [1] * len(attrs["start"])
+    return [arrays[0][tuple(slice(s, e, st) for s, e, st in zip(attrs["start"], attrs["limit"], stride))]]
+
+
+_op("slice", 1)((_slice_infer, _slice_eval))
+
+
+def _concat_infer(types, attrs):
+    dim = attrs["dim"]
+    base = list(types[0].shape)
+    for t in types[1:]:
+        if t.dtype != types[0].dtype or [s for i, s in enumerate(t.shape) if i != dim] != [s for i, s in enumerate(base) if i != dim]:
+            _fail("graph.concatenate", f"cannot concatenate {[str(t) for t in types]} along dim {dim}")
+    base[dim] = sum(t.shape[dim] for t in types)
+    return [TensorType(tuple(base), types[0].dtype)]
+
+
+_op("concatenate", None)((_concat_infer, lambda arrays, attrs, out: [np.concatenate(arrays, axis=attrs["dim"])]))
+
+
+def _pad_infer(types, attrs):
+    shape = tuple(s + lo + hi for s, lo, hi in zip(types[0].shape, attrs["low"], attrs["high"]))
+    return [TensorType(shape, types[0].dtype)]
+
+
+def _pad_eval(arrays, attrs, out_types):
+    return [np.pad(arrays[0], list(zip(attrs["low"], attrs["high"])), constant_values=attrs.get("value", 0))]
+
+
+_op("pad", 1)((_pad_infer, _pad_eval))
+
+
+def _iota_infer(types, attrs):
+    return [TensorType(tuple(attrs["shape"]), attrs["dtype"])]
+
+
+def _iota_eval(arrays, attrs, out_types):
+    shape, dim = tuple(attrs["shape"]), attrs["dim"]
+    idx = np.arange(shape[dim]).reshape([-1 if i == dim else 1 for i in range(len(shape))])
+    return [dtypes.convert(np.broadcast_to(idx, shape).astype(np.float64), attrs["dtype"])]
+
+
+_op("iota", 0)((_iota_infer, _iota_eval))
+
+
+def _constant_infer(types, attrs):
+    value = attrs["value"]
+    return [TensorType(tuple(np.shape(value)), attrs.get("dtype") or dtypes.dtype_name(np.asarray(value).dtype))]
+
+
+def _constant_eval(arrays, attrs, out_types):
+    return [dtypes.convert(np.asarray(attrs["value"]), out_types[0].dtype)]
+
+
+_op("constant", 0)((_constant_infer, _constant_eval))
+
+
+# --- reductions ------------------------------------------------------------------------------------
+
+REDUCE = {"sum": (np.add, 0.0), "max": (np.maximum, -np.inf), "min": (np.minimum, np.inf), "prod": (np.multiply, 1.0),
+          "and": (np.logical_and, True), "or": (np.logical_or, False)}
+
+
+def _reduce_infer(types, attrs):
+    dims = tuple(sorted(d % types[0].rank for d in attrs["dims"])) if types[0].rank else ()
+    if attrs["kind"] not in REDUCE:
+        _fail("graph.attr", f"reduce kind must be one of {sorted(REDUCE)}, got {attrs['kind']!r}")
+    keep = attrs.get("keepdims", False)
+    shape = tuple(1 if i in dims else s for i, s in enumerate(types[0].shape)) if keep else tuple(
+        s for i, s in enumerate(types[0].shape) if i not in dims)
+    dtype = "bool" if attrs["kind"] in ("and", "or") else attrs.get("dtype", types[0].dtype)
+    return [TensorType(shape, dtype)]
+
+
+def _reduce_eval(arrays, attrs, out_types):
+    a = arrays[0]
+    dims = tuple(sorted(d % a.ndim for d in attrs["dims"])) if a.ndim else None
+    fn, _ = REDUCE[attrs["kind"]]
+    if attrs["kind"] in ("and", "or"):
+        return [fn.reduce(a != 0, axis=dims, keepdims=attrs.get("keepdims", False))]
+    with np.errstate(all="ignore"):
+        result = fn.reduce(f32(a), axis=dims, keepdims=attrs.get("keepdims", False), dtype=np.float32)
+    return [dtypes.convert(np.asarray(result, dtype=np.float32), out_types[0].dtype)]
+
+
+_op("reduce", 1)((_reduce_infer, _reduce_eval))
+
+
+def _arg_infer(types, attrs):
+    dim = attrs["dim"] % types[0].rank
+    keep = attrs.get("keepdims", False)
+    shape = tuple(1 if i == dim else s for i, s in enumerate(types[0].shape)) if keep else tuple(
+        s for i, s in enumerate(types[0].shape) if i != dim)
+    return [TensorType(shape, attrs.get("dtype", "int32"))]
+
+
+def _arg_eval(fn):
+    def evaluate(arrays, attrs, out_types):
+        a = f32(arrays[0])
+        dim = attrs["dim"] % a.ndim
+        with np.errstate(invalid="ignore"):
+            idx = fn(a, axis=dim, keepdims=attrs.get("keepdims", False))
+        return [idx.astype(dtypes.to_numpy(out_types[0].dtype))]
+
+    return evaluate
+
+
+_op("argmax", 1)((_arg_infer, _arg_eval(np.argmax)))
+_op("argmin", 1)((_arg_infer, _arg_eval(np.argmin)))
+
+
+def _cumsum_eval(arrays, attrs, out_types):
+    return [dtypes.convert(np.cumsum(f32(arrays[0]), axis=attrs["dim"], dtype=np.float32), out_types[0].dtype)]
+
+
+_op("cumsum", 1)((lambda types, attrs: [TensorType(types[0].shape, attrs.get("dtype", types[0].dtype))], _cumsum_eval))
+
+
+# --- matrix products -------------------------------------------------------------------------------
+
+
+def _dot_infer(types, attrs):
+    lhs, rhs = types
+    lb, rb, lc, rc = (tuple(attrs.get(k, ())) for k in ("lhs_batch", "rhs_batch", "lhs_contract", "rhs_contract"))
+    if [lhs.shape[d] for d in lb] != [rhs.shape[d] for d in rb] or [lhs.shape[d] for d in lc] != [rhs.shape[d] for d in rc]:
+        _fail("graph.dot", f"dot_general dims disagree: {lhs} batch {list(lb)} contract {list(lc)} vs {rhs} batch {list(rb)} contract {list(rc)}")
+    lfree = [s for i, s in enumerate(lhs.shape) if i not in lb + lc]
+    rfree = [s for i, s in enumerate(rhs.shape) if i not in rb + rc]
+    shape = tuple([lhs.shape[d] for d in lb] + lfree + rfree)
+    return [TensorType(shape, attrs.get("dtype", lhs.dtype))]
+
+
+def _dot_eval(arrays, attrs, out_types):
+    lhs, rhs = (f32(a) for a in arrays)
+    lb, rb, lc, rc = (tuple(attrs.get(k, ())) for k in ("lhs_batch", "rhs_batch", "lhs_contract", "rhs_contract"))
+    lfree = [i for i in range(lhs.ndim) if i not in lb + lc]
+    rfree = [i for i in range(rhs.ndim) if i not in rb + rc]
+    # [batch, free, contract] @ [batch, contract, free] in fp32 (the PE array accumulates in fp32 PSUM).
+    L = lhs.transpose(list(lb) + lfree + list(lc))
+    R = rhs.transpose(list(rb) + list(rc) + rfree)
+    nb = math.prod(lhs.shape[d] for d in lb)
+    nk = math.prod(lhs.shape[d] for d in lc)
+    m = math.prod(lhs.shape[d] for d in lfree)
+    n = math.prod(rhs.shape[d] for d in rfree)
+    out = np.matmul(L.reshape(nb, m, nk), R.reshape(nb, nk, n))
+    return [dtypes.convert(out.reshape(out_types[0].shape), out_types[0].dtype)]
+
+
+_op("dot_general", 2)((_dot_infer, _dot_eval))
+
+
+# --- indexing --------------------------------------------------------------------------------------
+
+
+def _check_index(idx: np.ndarray, size: int, op: str) -> np.ndarray:
+    idx = idx.astype(np.int64)
+    bad = (idx < 0) | (idx >= size)
+    if bad.any():
+        raise ValidationError("graph.index_out_of_bounds",
+                              f"{op}: index {int(idx[bad].reshape(-1)[0])} is out of bounds for a dimension of size {size}")
+    return idx
+
+
+def _gather_infer(types, attrs):
+    src, idx = types
+    axis = attrs["axis"] % src.rank
+    if not dtypes.is_int(idx.dtype):
+        _fail("graph.dtype", f"gather indices must be integers, got {idx.dtype}")
+    return [TensorType(src.shape[:axis] + idx.shape + src.shape[axis + 1:], src.dtype)]
+
+
+def _gather_eval(arrays, attrs, out_types):
+    src, idx = arrays
+    axis = attrs["axis"] % src.ndim
+    return [np.take(src, _check_index(idx, src.shape[axis], "gather"), axis=axis)]
+
+
+_op("gather", 2)((_gather_infer, _gather_eval))
+
+
+def _take_along_infer(types, attrs):
+    return [TensorType(types[1].shape, types[0].dtype)]
+
+
+def _take_along_eval(arrays, attrs, out_types):
+    src, idx = arrays
+    axis = attrs["axis"] % src.ndim
+    idx = _check_index(idx, src.shape[axis], "take_along_axis")
+    # torch.gather semantics: index may be smaller than src in the other dims.
+    view = src[tuple(slice(0, s) if d != axis else slice(None) for d, s in enumerate(idx.shape))]
+    return [np.take_along_axis(view, idx, axis=axis)]
+
+
+_op("take_along_axis", 2)((_take_along_infer, _take_along_eval))
+
+
+def _scatter_infer(types, attrs):
+    if attrs.get("mode", "set") not in ("set", "add"):
+        _fail("graph.attr", f"scatter mode must be 'set' or 'add', got {attrs.get('mode')!r}")
+    return [types[0]]
+
+
+def _scatter_eval(arrays, attrs, out_types):
+    """torch.scatter(_add) along ``axis``: out = operand; out[index[i]][j] (op)= updates[i][j]."""
+    operand, idx, updates = arrays
+    axis = attrs["axis"] % operand.ndim
+    idx = _check_index(idx, operand.shape[axis], "scatter")
+    out = f32(operand).copy()
+    grid = np.indices(idx.shape)
+    target = tuple(idx if d == axis else grid[d] for d in range(operand.ndim))
+    values = f32(updates)[tuple(slice(0, s) for s in idx.shape)]
+    if attrs.get("mode", "set") == "add":
+        np.add.at(out, target, values)
+    else:
+        out[target] = values
+    return [dtypes.convert(out, out_types[0].dtype)]
+
+
+_op("scatter", 3)((_scatter_infer, _scatter_eval))
+
+
+def _index_add_eval(arrays, attrs, out_types):
+    """index_add along ``axis``: out.select(axis, index[i]) += source.select(axis, i)."""
+    operand, idx, source = arrays
+    axis = attrs["axis"] % operand.ndim
+    idx = _check_index(idx.reshape(-1), operand.shape[axis], "index_add")
+    out = np.moveaxis(f32(operand).copy(), axis, 0)
+    np.add.at(out, idx, np.moveaxis(f32(source), axis, 0) * np.float32(attrs.get("alpha", 1.0)))
+    return [dtypes.convert(np.moveaxis(out, 0, axis), out_types[0].dtype)]
+
+
+_op("index_add", 3)((lambda types, attrs: [types[0]], _index_add_eval))
