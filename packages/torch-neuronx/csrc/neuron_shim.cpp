@@ -117,6 +117,10 @@ struct NeuronAllocator final : c10::DeviceAllocator {
     // Frees happen on autograd worker threads and at interpreter shutdown.
     if (g_callbacks == nullptr || !Py_IsInitialized()) return;
     py::gil_scoped_acquire gil;
+    // A tensor may die while a Python exception is being raised (temporaries of a failed op).
+    // Park that exception while the bridge runs: Python code called with an error set fails in
+    // odd places (a `with lock:` that acquired the lock and never released it -> deadlock).
+    py::error_scope pending;
     try {
       g_callbacks->attr("free")(addr);
     } catch (py::error_already_set& e) {
@@ -352,6 +356,7 @@ struct NeuronGuard final : c10::impl::DeviceGuardImplInterface {
   void destroyEvent(void* event, const DeviceIndex) const noexcept override {
     if (event == nullptr || g_callbacks == nullptr || !Py_IsInitialized()) return;
     py::gil_scoped_acquire gil;
+    py::error_scope pending;  // as in NeuronAllocator::release: may run while an exception is raised
     try {
       g_callbacks->attr("destroy_event")(reinterpret_cast<uintptr_t>(event));
     } catch (py::error_already_set& e) {

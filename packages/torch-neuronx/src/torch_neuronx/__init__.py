@@ -20,17 +20,6 @@ _registration.initialize()
 
 from . import memory, neuron, random  # noqa: E402
 from .errors import NeuronOutOfMemoryError, NeuronRuntimeError  # noqa: E402
-from .neuron import (  # noqa: E402
-    current_device,
-    device,
-    device_count,
-    get_device_name,
-    get_device_properties,
-    is_available,
-    is_initialized,
-    set_device,
-    synchronize,
-)
 from .memory import (  # noqa: E402
     empty_cache,
     max_memory_allocated,
@@ -42,6 +31,17 @@ from .memory import (  # noqa: E402
     memory_summary,
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
+)
+from .neuron import (  # noqa: E402
+    current_device,
+    device,
+    device_count,
+    get_device_name,
+    get_device_properties,
+    is_available,
+    is_initialized,
+    set_device,
+    synchronize,
 )
 from .nki_op import nki_op, wrap_nki  # noqa: E402
 from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops  # noqa: E402

@@ -13,7 +13,6 @@ import threading
 
 import numpy as np
 import torch
-
 from neuron_sim import OutOfMemoryError as SimOutOfMemoryError
 from neuron_sim.runtime import Event as SimEvent
 from neuron_sim.runtime import Runtime

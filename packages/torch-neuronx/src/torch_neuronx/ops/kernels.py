@@ -67,7 +67,16 @@ def resize_(self: torch.Tensor, size, memory_format=None):
     needed = (self.storage_offset() + _span(size)) * self.element_size()
     if needed > self.untyped_storage().nbytes() and self.untyped_storage().nbytes() > 0:
         _queue_of(self).synchronize()
-    return torch.ops.aten.resize_.default.redispatch(_CPU_KEYS, self, size, memory_format=memory_format)
+    # The CPU kernel grows the storage through the allocator, which allocates on the *current*
+    # device: make that the tensor's device, or an ``out=`` tensor on neuron:1 (e.g. arange's)
+    # would get neuron:0 memory.
+    shim = _state.shim()
+    previous = shim.current_device()
+    shim.set_device(self.device.index)
+    try:
+        return torch.ops.aten.resize_.default.redispatch(_CPU_KEYS, self, size, memory_format=memory_format)
+    finally:
+        shim.set_device(previous)
 
 
 def _span(size) -> int:

@@ -1,0 +1,46 @@
+"""Helpers of the torch-neuronx tests (a module name unique across the monorepo)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import torch
+
+FLOAT_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+INT_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
+ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + [torch.bool]
+
+
+def run_python(code: str, env: dict[str, str] | None = None, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (same venv) with extra environment variables."""
+    full_env = dict(os.environ)
+    full_env.pop("NEURON_LAUNCH_BLOCKING", None)
+    full_env.pop("NEURON_RT_VISIBLE_CORES", None)
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True, text=True,
+                          timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"subprocess failed with rc {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+    return proc
+
+
+def assert_equal(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    """Bitwise-equal values (NaNs in the same places), same dtype and shape; ``actual`` may be on neuron."""
+    actual = actual.cpu()
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+
+
+def sim_now_ns(device: int = 0) -> float:
+    """Simulated time at which everything queued on ``device`` completes."""
+    return torch_neuronx_runtime().device(device).sim_time_ns
+
+
+def torch_neuronx_runtime():
+    from torch_neuronx import _state
+
+    return _state.bridge().runtime
