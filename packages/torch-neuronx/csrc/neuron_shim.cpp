@@ -339,9 +339,11 @@ struct NeuronGuard final : c10::impl::DeviceGuardImplInterface {
   }
 
   // Events are ids of simulator events kept by the Python bridge.
-  void record(void** event, const c10::Stream& stream, const DeviceIndex, const c10::EventFlag) const override {
+  // The flag says whether the event times (torch.Event(enable_timing=True) -> BACKEND_DEFAULT);
+  // the bridge creates an untimed simulator event otherwise, so elapsed_time refuses it as CUDA does.
+  void record(void** event, const c10::Stream& stream, const DeviceIndex, const c10::EventFlag flag) const override {
     auto id = call("record_event", reinterpret_cast<uintptr_t>(*event), static_cast<int>(stream.device_index()),
-                   stream.id())
+                   stream.id(), flag == c10::EventFlag::BACKEND_DEFAULT)
                   .cast<uintptr_t>();
     *event = reinterpret_cast<void*>(id);
   }

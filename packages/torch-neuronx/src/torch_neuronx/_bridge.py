@@ -101,10 +101,10 @@ class Bridge:
             self.runtime.device(device).synchronize()
 
     # --- events ----------------------------------------------------------------------------
-    def record_event(self, event_id: int, device: int, stream_id: int) -> int:
+    def record_event(self, event_id: int, device: int, stream_id: int, enable_timing: bool = True) -> int:
         if event_id == 0:
             event_id = next(self._event_ids)
-            self._events[event_id] = SimEvent()
+            self._events[event_id] = SimEvent(enable_timing=enable_timing)
         self._events[event_id].record(self.queue(device, stream_id))
         return event_id
 

@@ -7,6 +7,8 @@ Order matters: rename PrivateUse1, start the simulator runtime and hand it to th
 
 from __future__ import annotations
 
+import atexit
+
 import torch
 
 from . import _state
@@ -39,4 +41,16 @@ def initialize() -> None:
         fb.fallback(fallback.cpu_fallback, "PrivateUse1")
         _LIBRARIES.extend([lib, fb])
         amp.register(_LIBRARIES)
+        atexit.register(_drain_at_exit)
         _state._initialized = True
+
+
+def _drain_at_exit() -> None:
+    """Let queued work finish before the interpreter finalizes. Otherwise a queue's daemon worker
+    still inside a CPU kernel (which released the GIL) is killed while re-acquiring it, and the
+    forced unwind through C++ frames aborts the process ("terminate called without an active
+    exception") - e.g. a script whose last ops were never synchronized."""
+    try:
+        _state._bridge.runtime.synchronize()
+    except Exception:  # noqa: BLE001 - a kept launch error or a forked child: nothing to report at exit
+        pass

@@ -1,0 +1,111 @@
+"""Memory stats track allocations: torch.neuron.memory_* and torch.accelerator.memory_* agree with
+each other and with the simulated HBM's accounting."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+from tnx_helpers import torch_neuronx_runtime
+
+import torch_neuronx
+
+
+def test_allocated_follows_tensors():
+    base = torch.neuron.memory_allocated()
+    a = torch.empty(1000, dtype=torch.float32, device="neuron")
+    assert torch.neuron.memory_allocated() == base + 4000
+    b = torch.empty(10, 10, dtype=torch.bfloat16, device="neuron")
+    assert torch_neuronx.memory_allocated() == base + 4200
+    view = a[10:20]  # views share storage: nothing allocated
+    assert torch.neuron.memory_allocated(0) == base + 4200
+    del a, view
+    assert torch.neuron.memory_allocated("neuron:0") == base + 200
+    del b
+    assert torch.neuron.memory_allocated() == base
+
+
+def test_peak_and_reset():
+    base = torch.neuron.memory_allocated()
+    torch.neuron.reset_peak_memory_stats()
+    assert torch.neuron.max_memory_allocated() == base
+    big = torch.empty(1 << 20, dtype=torch.uint8, device="neuron")
+    del big
+    assert torch.neuron.max_memory_allocated() == base + (1 << 20)
+    assert torch_neuronx.max_memory_allocated() == base + (1 << 20)
+    assert torch.neuron.max_memory_reserved() >= base + (1 << 20)
+    torch_neuronx.reset_peak_memory_stats()
+    assert torch.neuron.max_memory_allocated() == base
+
+
+def test_reserved_and_empty_cache():
+    a = torch.empty(4096, device="neuron")
+    # No caching allocator: reserved is allocated, and empty_cache has nothing to return.
+    assert torch.neuron.memory_reserved() == torch.neuron.memory_allocated()
+    torch.neuron.empty_cache()
+    torch_neuronx.empty_cache()
+    assert torch_neuronx.memory_reserved() == torch.neuron.memory_allocated()
+    del a
+
+
+def test_memory_stats_dict():
+    base = torch.neuron.memory_stats()
+    x = torch.empty(256, dtype=torch.int64, device="neuron")
+    stats = torch_neuronx.memory_stats()
+    assert stats["allocated_bytes.all.current"] == base["allocated_bytes.all.current"] + 2048
+    assert stats["allocation.all.current"] == base["allocation.all.current"] + 1
+    assert stats["allocated_bytes.all.allocated"] == base["allocated_bytes.all.allocated"] + 2048
+    del x
+    after = torch.neuron.memory_stats()
+    assert after["allocated_bytes.all.freed"] == base["allocated_bytes.all.freed"] + 2048
+    assert after["allocated_bytes.all.current"] == base["allocated_bytes.all.current"]
+    assert "num_ooms" in after
+    torch.neuron.reset_accumulated_memory_stats()
+    assert torch.neuron.memory_stats()["allocated_bytes.all.allocated"] == 0
+    assert "simulated HBM" in torch.neuron.memory_summary()
+
+
+def test_stats_match_simulated_hbm():
+    hbm = torch_neuronx_runtime().device(0).hbm
+    before_live, before_bytes = len(hbm.live_allocations()), torch.neuron.memory_allocated()
+    tensors = [torch.empty(n, dtype=torch.uint8, device="neuron") for n in (64, 128, 4096)]
+    assert len(hbm.live_allocations()) == before_live + 3
+    assert torch.neuron.memory_allocated() - before_bytes == 64 + 128 + 4096
+    free, total = torch.neuron.mem_get_info()
+    assert total == hbm.capacity and free == total - torch.neuron.memory_reserved()
+    del tensors
+    assert len(hbm.live_allocations()) == before_live
+
+
+def test_zero_byte_tensors_allocate_nothing():
+    base = torch.neuron.memory_allocated()
+    z = torch.empty(0, 5, device="neuron")
+    assert z.data_ptr() == 0
+    assert torch.neuron.memory_allocated() == base
+    assert (z + 1).shape == (0, 5)
+    assert z.sum().item() == 0
+
+
+def test_training_step_returns_to_baseline():
+    gc.collect()
+    base = torch.neuron.memory_allocated()
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8)).to("neuron")
+    params = sum(p.nbytes for p in model.parameters())
+    assert torch.neuron.memory_allocated() == base + params
+    opt = torch.optim.Adam(model.parameters())
+    loss = model(torch.randn(32, 64, device="neuron")).square().mean()
+    loss.backward()
+    opt.step()
+    torch.neuron.synchronize()
+    # weights + grads + two Adam moments (+ step counters on CPU)
+    assert torch.neuron.memory_allocated() >= base + 4 * params
+    del model, opt, loss
+    gc.collect()
+    assert torch.neuron.memory_allocated() == base
+
+
+def test_invalid_device_in_memory_api():
+    n = torch.neuron.device_count()
+    with pytest.raises(ValueError, match="invalid neuron device index"):
+        torch.neuron.memory_allocated(n)

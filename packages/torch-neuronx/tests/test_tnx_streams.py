@@ -1,0 +1,151 @@
+"""Streams: torch_neuronx.Stream / torch.Stream on neuron are simulator queues; order within a
+stream, independence across streams, and cross-stream order only through events."""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from tnx_helpers import assert_equal
+
+import torch_neuronx
+from torch_neuronx import _state
+
+
+def _gate_current_stream() -> threading.Event:
+    """Hold the current stream until the returned event is set (a task waiting on the host)."""
+    gate = threading.Event()
+    _state.current_queue(torch.neuron.current_device()).submit(lambda: gate.wait(30), name="gate")
+    return gate
+
+
+def test_stream_objects():
+    s = torch_neuronx.Stream()
+    assert isinstance(s, torch.Stream)
+    assert s.device == torch.device("neuron", 0)
+    assert s.stream_id != 0
+    t = torch.Stream(device="neuron")
+    assert t.device.type == "neuron" and t.stream_id not in (0, s.stream_id)
+    assert torch.neuron.default_stream().stream_id == 0
+    assert torch.neuron.current_stream() == torch.neuron.default_stream()
+    with torch.neuron.stream(s):
+        assert torch.neuron.current_stream() == s
+        assert torch.accelerator.current_stream() == s
+    assert torch.neuron.current_stream().stream_id == 0
+    with torch_neuronx.stream(t):  # a plain torch.Stream works the same
+        assert torch.accelerator.current_stream().stream_id == t.stream_id
+    assert s.query()
+    s.synchronize()
+
+
+def test_launches_go_on_the_current_stream():
+    s = torch_neuronx.Stream()
+    queue = _state.bridge().queue(0, s.stream_id)
+    default = _state.bridge().queue(0, 0)
+    x = torch.ones(256, device="neuron")
+    before_s, before_default = queue.sim_time_ns, default.sim_time_ns
+    with torch.neuron.stream(s):
+        y = x * 2
+    assert queue.sim_time_ns > before_s
+    assert default.sim_time_ns == before_default
+    s.synchronize()
+    assert_equal(y, torch.full((256,), 2.0))
+
+
+def test_order_within_a_stream():
+    x = torch.zeros(1000, device="neuron")
+    gate = _gate_current_stream()
+    for i in range(20):  # each op reads the previous one's result
+        x.add_(1).mul_(2)
+    assert not torch.neuron.current_stream().query()
+    gate.set()
+    expected = torch.zeros(1000)
+    for _ in range(20):
+        expected.add_(1).mul_(2)
+    assert_equal(x, expected)
+
+
+def test_streams_run_independently():
+    s1, s2 = torch_neuronx.Stream(), torch_neuronx.Stream()
+    a = torch.arange(64.0, device="neuron")
+    torch.neuron.synchronize()
+    with torch.neuron.stream(s1):
+        gate = _gate_current_stream()
+        b = a + 1
+    with torch.neuron.stream(s2):
+        c = a * 3
+    s2.synchronize()  # returns while s1 is still held: no implicit order between streams
+    assert not s1.query()
+    assert_equal(c, torch.arange(64.0) * 3)
+    gate.set()
+    s1.synchronize()
+    assert_equal(b, torch.arange(64.0) + 1)
+
+
+def test_cross_stream_order_through_events():
+    producer, consumer = torch_neuronx.Stream(), torch_neuronx.Stream()
+    a = torch.arange(64.0, device="neuron")
+    torch.neuron.synchronize()
+    with torch.neuron.stream(producer):
+        gate = _gate_current_stream()
+        b = a + 1
+        done = torch_neuronx.Event()
+        done.record()
+    with torch.neuron.stream(consumer):
+        consumer.wait_event(done)
+        c = b * 2
+    assert not done.query()
+    assert not consumer.query()  # waits for the producer
+    gate.set()
+    consumer.synchronize()
+    assert done.query()
+    assert_equal(c, (torch.arange(64.0) + 1) * 2)
+
+
+def test_wait_stream_and_torch_event():
+    producer, consumer = torch.Stream(device="neuron"), torch.Stream(device="neuron")
+    x = torch.zeros(16, device="neuron")
+    with torch.neuron.stream(producer):
+        gate = _gate_current_stream()
+        x.fill_(5)
+    consumer.wait_stream(producer)
+    with torch.neuron.stream(consumer):
+        y = x + 1
+        ev = torch.Event(device="neuron")
+        ev.record(consumer)
+    gate.set()
+    ev.synchronize()
+    assert ev.query()
+    assert_equal(y, torch.full((16,), 6.0))
+
+
+def test_simulated_time_orders_across_streams_only_with_events():
+    s1, s2 = torch_neuronx.Stream(), torch_neuronx.Stream()
+    q1, q2 = _state.bridge().queue(0, s1.stream_id), _state.bridge().queue(0, s2.stream_id)
+    x = torch.randn(512, 512, device="neuron")
+    with torch.neuron.stream(s1):
+        for _ in range(5):
+            y = x @ x
+        e = torch_neuronx.Event()
+        e.record()
+    with torch.neuron.stream(s2):
+        z = x + 1  # no wait: may start before s1's work ends on the simulated timeline
+    independent_end = q2.sim_time_ns
+    with torch.neuron.stream(s2):
+        s2.wait_event(e)
+        w = y + z
+    assert independent_end < q1.sim_time_ns
+    assert q2.sim_time_ns > q1.sim_time_ns  # the waiting op starts after the event
+    torch.neuron.synchronize()
+    assert torch.allclose(w.cpu(), (x.cpu() @ x.cpu()) + (x.cpu() + 1), rtol=1e-4, atol=1e-3)
+
+
+def test_non_blocking_copies_on_a_side_stream():
+    s = torch_neuronx.Stream()
+    src = torch.arange(1 << 12, dtype=torch.float32).pin_memory()
+    with torch.neuron.stream(s):
+        dev = src.to("neuron", non_blocking=True)
+        back = torch.empty_like(src).pin_memory()
+        back.copy_(dev * 2, non_blocking=True)
+    s.synchronize()
+    assert_equal(back, torch.arange(1 << 12, dtype=torch.float32) * 2)
