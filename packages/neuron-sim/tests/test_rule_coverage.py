@@ -1,4 +1,4 @@
-"""Every rule id the ISA, memories, executor, builder and program can raise is triggered by a test.
+"""Every rule id the ISA, memories, executor, timing, runtime, builder and program can raise is triggered by a test.
 
 Rule ids are collected from the source (``...Error("rule.id", ...)``) and must appear, quoted, in
 some test that checks ``err.rule``. A new rule without a test fails here.
@@ -9,7 +9,7 @@ import re
 
 SRC = pathlib.Path(__file__).resolve().parents[1] / "src" / "neuron_sim"
 TESTS = pathlib.Path(__file__).resolve().parent
-MODULES = ["isa", "memory", "executor", "builder.py", "program.py", "dtypes.py"]
+MODULES = ["isa", "memory", "executor", "timing", "runtime", "builder.py", "program.py", "dtypes.py"]
 # rule ids built from f-strings: their possible values
 TEMPLATES = {
     "{what}.pattern": ["iota.pattern", "affine_select.pattern"],

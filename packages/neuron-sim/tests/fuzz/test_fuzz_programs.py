@@ -5,18 +5,27 @@ NeuronSimError subclasses (a rule naming what is wrong); an ExecutionError that 
 else is an internal crash and fails the test, as does any other exception. Valid programs also
 survive serialization unchanged, and a differential fuzz checks random fp32/bf16 elementwise
 chains against a float64 numpy model.
+
+Programs include register moves, run-time offsets and loops - balanced ones with static or
+register bounds and while loops, and unbalanced ones (which must be refused by a rule). A
+loop-focused property checks that the executor runs each loop as often as the timing model issues
+it (its trip counts replayed by ``issued_stream``).
 """
 
 import json
 import warnings
+from unittest import mock
 
 import numpy as np
 from helpers import TRN2, TRN3, execute, rounded, sb
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from neuron_sim import ExactExecutor, ExecutionError, NeuronSimError, Program, TensorDecl, ValidationError, dtypes, isa
+from neuron_sim.executor import exact
 from neuron_sim.isa import ops
 from neuron_sim.memory.access_pattern import AccessPattern
+from neuron_sim.timing import estimate
+from neuron_sim.timing.loops import issued_stream
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -32,6 +41,11 @@ ALL_ALU_OPS = sorted(ops.ALL_BINARY_OPS) + ["bogus"]
 ARITH_OPS = sorted(ops.ARITHMETIC_OPS)
 ACT_FUNCS = sorted(ops.ACTIVATIONS) + ["bogus"]
 REDUCE = sorted(ops.REDUCE_OPS) + ["bogus"]
+# Registers: "i"/"j" count for loops, "c" is a while condition, "n" a bound, "r" anything; "" is
+# not a name. A fuzzed loop may never end (a condition nobody clears, a bound loaded from random
+# memory): run_program lowers the executor's iteration guard so that ends in a clean error fast.
+REGISTERS = ["i", "j", "c", "n", "r"]
+MAX_FUZZ_ITERATIONS = 12
 
 
 def crash_free(err: BaseException) -> None:
@@ -68,7 +82,7 @@ def onchip_ap(draw, memory=None, dtype=None, partitions=None, free=None):
         pattern = ((draw(st.sampled_from([-1, 2])), pattern[0][1]),)
         if pattern[0][0] < 0:
             offset += (pattern[0][1] - 1) * size
-    return AccessPattern(memory, dtype, start, count, pattern, offset)
+    return AccessPattern(memory, dtype, start, count, pattern, offset, dynamic=dynamic_offset(draw))
 
 
 @st.composite
@@ -78,7 +92,41 @@ def hbm_ap(draw, rows=None, cols=None):
     cols = cols or draw(st.sampled_from([1, 8, 16, 32]))
     row0 = draw(st.integers(0, 8))
     row_len = t.shape[1]
-    return AccessPattern("hbm", t.dtype, 0, rows, ((1, cols),), offset=row0 * row_len * dtypes.itemsize(t.dtype), tensor=t.name, partition_stride=row_len)
+    return AccessPattern("hbm", t.dtype, 0, rows, ((1, cols),), offset=row0 * row_len * dtypes.itemsize(t.dtype), tensor=t.name,
+                         partition_stride=row_len, dynamic=dynamic_offset(draw, (row_len, 1, -row_len)))
+
+
+def dynamic_offset(draw, strides=(1, 4, 64, -1)):
+    """Now and then a run-time register offset (NKI's scalar_offset)."""
+    if usually(draw, 10):
+        return ()
+    return ((draw(st.sampled_from(REGISTERS)), draw(st.sampled_from(strides))),)
+
+
+def register_name(draw):
+    return draw(st.sampled_from(REGISTERS)) if usually(draw, 12) else draw(st.sampled_from(["", None]))
+
+
+def register_tile(draw):
+    """Mostly one int32 in SBUF, sometimes a tile the register rules refuse."""
+    if usually(draw):
+        return draw(onchip_ap(memory="sbuf", dtype=draw(st.sampled_from(["int32", "int32", "uint8", "int16", "uint32"])), partitions=1, free=(1,)))
+    return draw(onchip_ap(free=draw(st.sampled_from([(1,), (2,)]))))
+
+
+def loop_bound(draw, low, high):
+    """A small int, a register, or (rarely) something the loop rules refuse."""
+    return draw(st.sampled_from(["int"] * 4 + ["register"] * 3 + ["bad"]).flatmap(
+        lambda kind: {"int": st.integers(low, high), "register": st.sampled_from(REGISTERS),
+                      "bad": st.sampled_from([1.5, None, 2**31, ""])}[kind]))
+
+
+def loop_start(draw, register):
+    if usually(draw, 4):
+        step = draw(st.sampled_from([1, 1, 2, 3])) if usually(draw, 9) else draw(st.sampled_from([0, -1, 1.0]))
+        return isa.LoopStart(register=register, lower=loop_bound(draw, -2, 3), upper=loop_bound(draw, -1, 6), step=step)
+    kind = "while" if usually(draw, 9) else "until"
+    return isa.LoopStart(register=register, kind=kind)
 
 
 def scalar_operand(draw, partitions):
@@ -240,7 +288,43 @@ def instruction(draw):
         return isa.SemaphoreWait(semaphore="s", value=draw(st.integers(-1, 3)), engine=eng(isa.SemaphoreWait))
     if kind == "BARRIER":
         return isa.Barrier(engine=draw(st.sampled_from(["sync", "vector"])))
+    if kind == "REG_SET":
+        value = draw(st.one_of(st.integers(-3, 6), st.sampled_from(REGISTERS))) if usually(draw, 9) else \
+            draw(st.sampled_from([2**31, -(2**31) - 1, 1.5, None, ""]))
+        return isa.RegisterSet(register=register_name(draw), value=value, engine=eng(isa.RegisterSet))
+    if kind == "REG_LOAD":
+        return isa.RegisterLoad(register=register_name(draw), src=register_tile(draw), engine=eng(isa.RegisterLoad))
+    if kind == "REG_STORE":
+        return isa.RegisterStore(dst=register_tile(draw), register=register_name(draw), engine=eng(isa.RegisterStore))
+    # A lone loop start or end (balanced loops come from ``block``): these make unbalanced programs.
+    if kind == "LOOP_START":
+        return loop_start(draw, register_name(draw))
+    if kind == "LOOP_END":
+        return isa.LoopEnd(register=register_name(draw))
     raise AssertionError(f"no generator for {kind}")
+
+
+@st.composite
+def block(draw, depth=0):
+    """One instruction, or (sometimes) a loop around a few blocks: balanced, with its bound or
+    condition usually set just before it, now and then closed on the wrong register."""
+    if depth >= 2 or usually(draw, 3):
+        return [draw(instruction())]
+    register = draw(st.sampled_from(["i", "j"] if depth == 0 else ["j", "i"])) if usually(draw) else "c"
+    start = loop_start(draw, register) if register != "c" else isa.LoopStart(register="c", kind="while")
+    setup = []
+    for bound in (start.lower, start.upper) if start.kind == "for" else ("c",):
+        if isinstance(bound, str) and bound and usually(draw, 4):
+            setup.append(isa.RegisterSet(register=bound, value=draw(st.integers(0, 4))))
+    inner = [inst for b in draw(st.lists(block(depth + 1), max_size=3)) for inst in b]
+    if start.kind == "while" and usually(draw, 3):  # usually the condition clears
+        inner.append(isa.RegisterSet(register="c", value=draw(st.sampled_from([0, 0, 1]))))
+    end = isa.LoopEnd(register=register if usually(draw, 12) else draw(st.sampled_from(REGISTERS)))
+    return setup + [start] + inner + [end]
+
+
+def flat(blocks):
+    return [inst for b in blocks for inst in b]
 
 
 def random_inputs(seed):
@@ -263,20 +347,31 @@ def bind(inputs):
     return buffers
 
 
-def run_program(program, arch, uninitialized, seed):
+def run_program(program, arch, uninitialized, seed, executor=None):
     buffers = bind(random_inputs(seed))
-    ex = ExactExecutor(arch, uninitialized=uninitialized)
-    with warnings.catch_warnings():
+    ex = executor or ExactExecutor(arch, uninitialized=uninitialized)
+    with warnings.catch_warnings(), mock.patch.object(exact, "MAX_LOOP_ITERATIONS", MAX_FUZZ_ITERATIONS):
         warnings.simplefilter("ignore")
         ex.run(program, buffers)
     return buffers
+
+
+def check_trip_counts(program, trip_counts):
+    """The timing model's issue stream replays exactly the loop activations and passes that ran:
+    each LOOP_START once per activation, each LOOP_END once per pass."""
+    pairs = isa.loop_structure(program.instructions)
+    stream, indices = issued_stream(program.instructions, trip_counts)
+    assert [program.instructions[i] for i in indices] == stream
+    for start, counts in trip_counts.items():
+        assert indices.count(start) == len(counts), (start, counts)
+        assert indices.count(pairs[start]) == sum(counts), (start, counts)
 
 
 # --- properties -----------------------------------------------------------------------------------
 
 
 @SETTINGS
-@given(st.lists(instruction(), min_size=1, max_size=8), st.sampled_from([TRN2, TRN3]), st.sampled_from([None, "warn", "error"]), st.integers(0, 3))
+@given(st.lists(block(), min_size=1, max_size=8).map(flat), st.sampled_from([TRN2, TRN3]), st.sampled_from([None, "warn", "error"]), st.integers(0, 3))
 def test_random_programs_give_a_result_or_a_clean_error(instructions, arch, uninitialized, seed):
     valid = []
     for inst in instructions:
@@ -298,19 +393,97 @@ def test_random_programs_give_a_result_or_a_clean_error(instructions, arch, unin
     except Exception as err:  # noqa: BLE001
         crash_free(err)
         raise
+    ex = ExactExecutor(arch, uninitialized=uninitialized)
     try:
-        first = run_program(program, arch, uninitialized, seed)
+        first = run_program(program, arch, uninitialized, seed, ex)
     except Exception as err:  # noqa: BLE001
         crash_free(err)
         event(f"run refused: {getattr(err, 'rule', type(err).__name__)}")
         return
     event(f"ran {len(valid)} instruction(s)")
+    if ex.trip_counts:
+        event("ran a loop")
+        check_trip_counts(program, ex.trip_counts)
     # a valid program survives serialization and runs to the same bits
     back = Program.from_dict(json.loads(json.dumps(program.to_dict(), allow_nan=False)))
     back.validate(arch)
     second = run_program(back, arch, uninitialized, seed)
     for name in first:
         assert np.array_equal(first[name], second[name]), name
+
+
+# --- loops: the executor's passes against the timing model's issue stream ----------------------
+
+ACC = AccessPattern("sbuf", "float32", 0, 4, ((1, 2),))  # counts executions of the COUNT instruction
+SLOT = AccessPattern("sbuf", "int32", 0, 1, ((1, 1),), offset=64)  # an integer registers go through
+ROW = AccessPattern("sbuf", "float32", 0, 1, ((1, 64),), offset=128)
+
+
+def counter():
+    return isa.TensorScalar(dst=ACC, src=ACC, op0="add", operand0=1.0, name="count")
+
+
+@st.composite
+def loop_body(draw, depth):
+    """Instructions that are valid on their own: counts, register moves through SBUF, a DMA whose
+    window a register moves (possibly off the tensor: a clean error), and nested loops."""
+    insts = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["count", "count", "count", "set", "store", "load", "dma", "loop"]))
+        reg = draw(st.sampled_from(REGISTERS))
+        if kind == "count":
+            insts.append(counter())
+        elif kind == "set":
+            insts.append(isa.RegisterSet(register=reg, value=draw(st.one_of(st.integers(-1, 4), st.sampled_from(REGISTERS)))))
+        elif kind == "store":
+            insts.append(isa.RegisterStore(dst=SLOT, register=reg))
+        elif kind == "load":
+            insts.append(isa.RegisterLoad(register=reg, src=SLOT))
+        elif kind == "dma":
+            src = AccessPattern("hbm", "float32", 0, 1, ((1, 64),), tensor="x", partition_stride=64, dynamic=((reg, 64),))
+            insts.append(isa.DmaCopy(dst=ROW, src=src, engine=draw(st.sampled_from(["sync", "scalar"]))))
+        elif depth < 3:
+            insts.extend(draw(a_loop(depth + 1)))
+    return insts
+
+
+@st.composite
+def a_loop(draw, depth=0):
+    register = draw(st.sampled_from(["i", "j", "c"]))
+    if register == "c":
+        start = isa.LoopStart(register="c", kind="while")
+    else:
+        bound = st.one_of(st.integers(-1, 5), st.sampled_from(["n", "r"]))
+        start = isa.LoopStart(register=register, lower=draw(st.one_of(st.integers(-1, 2), st.sampled_from(["n", "r"]))),
+                              upper=draw(bound), step=draw(st.sampled_from([1, 1, 2, 3])))
+    body = draw(loop_body(depth))
+    if register == "c" and usually(draw, 3):
+        body.append(isa.RegisterSet(register="c", value=draw(st.sampled_from([0, 0, 1, "n"]))))
+    return [start, *body, isa.LoopEnd(register=register)]
+
+
+@SETTINGS
+@given(st.lists(st.integers(0, 4), min_size=len(REGISTERS), max_size=len(REGISTERS)), st.lists(a_loop(), min_size=1, max_size=3).map(flat),
+       st.integers(0, 3))
+def test_loops_run_as_often_as_the_timing_model_issues_them(initial, loops, seed):
+    setup = [isa.Memset(dst=ACC, value=0.0), isa.Memset(dst=SLOT, value=2, engine="gpsimd")]
+    setup += [isa.RegisterSet(register=r, value=v) for r, v in zip(REGISTERS, initial)]
+    program = Program("loops", list(TENSORS), setup + loops, "trn2")
+    program.validate(TRN2)
+    ex = ExactExecutor(TRN2)
+    try:
+        run_program(program, TRN2, None, seed, ex)
+    except Exception as err:  # noqa: BLE001
+        crash_free(err)
+        event(f"run refused: {getattr(err, 'rule', None) or str(err).split(':')[0][:40]}")
+        return
+    counted = float(ex.sbuf.view(ACC)[0, 0])
+    event(f"counted {min(int(counted), 10)}{'+' if counted >= 10 else ''}")
+    check_trip_counts(program, ex.trip_counts)
+    stream, indices = issued_stream(program.instructions, ex.trip_counts)
+    assert sum(inst.name == "count" for inst in stream) == counted
+    timing = estimate(program, TRN2, trip_counts=ex.trip_counts)
+    assert sum(r.opcode == "TENSOR_SCALAR" and program.instructions[r.index].name == "count" for r in timing.instructions) == counted
 
 
 # --- differential fuzz: elementwise chains vs a float64 model -------------------------------------

@@ -48,6 +48,13 @@ SAMPLES = [
     isa.SemaphoreSignal(semaphore="sem", value=3, engine="gpsimd"),
     isa.SemaphoreWait(semaphore="sem", value=3, engine="vector"),
     isa.Barrier(name="b0"),
+    isa.RegisterSet(register="r0", value=-(2**31)),
+    isa.RegisterSet(register="r1", value="r0", engine="vector"),
+    isa.RegisterLoad(register="n", src=sb("int32", 1, 1, offset=4096)),
+    isa.RegisterStore(dst=sb("uint8", 1, 1, start=32, offset=8), register="n", engine="gpsimd"),
+    isa.LoopStart(register="i", lower="r0", upper=17, step=3, location="k.py:9"),
+    isa.LoopStart(register="c", kind="while"),
+    isa.LoopEnd(register="i", name="end_i"),
 ]
 
 

@@ -17,8 +17,8 @@ from .. import dtypes
 from ..arch import Architecture
 from ..errors import AccessPatternError, ExecutionError, NeuronSimError, UninitializedReadError, ValidationError
 from ..isa import ops
-from ..memory.access_pattern import HBM, PSUM, SBUF, AccessPattern
 from ..isa.control import LoopEnd, LoopStart, loop_structure
+from ..memory.access_pattern import HBM, PSUM, SBUF, AccessPattern
 from ..memory.onchip import OnChipMemory
 from ..program import Program
 from . import semantics
@@ -40,6 +40,8 @@ class ExactExecutor:
         self.psum = OnChipMemory("PSUM", arch.num_partitions, arch.psum_bytes_per_partition, track)
         self.hbm: dict[str, np.ndarray] = {}
         self.registers: dict[str, int] = {}
+        self.trip_counts: dict[int, list[int]] = {}
+        self._tensor_bytes: dict[str, int] = {}  # declared HBM tensor sizes of the running program
         self._warned: set = set()
         self._current = None  # the instruction being executed, for warnings
 
@@ -65,6 +67,17 @@ class ExactExecutor:
             buf = self.hbm[ap.tensor]
         except KeyError:
             raise ExecutionError(f"HBM tensor {ap.tensor!r} is not bound for this launch") from None
+        if extra:
+            # A run-time offset must stay inside the declared tensor, not just inside the bound
+            # buffer (which may be a larger allocation): Program.validate checked only the static part.
+            nbytes = self._tensor_bytes.get(ap.tensor)
+            lo, hi = ap.byte_span()
+            if nbytes is not None and (lo + extra < 0 or hi + extra > nbytes):
+                raise AccessPatternError(
+                    "ap.tensor_bounds",
+                    f"{ap.describe()} with run-time offset {extra} bytes reaches bytes [{lo + extra}, {hi + extra}) "
+                    f"of tensor {ap.tensor!r} of {nbytes} bytes",
+                )
         return ap.view(buf, 0, extra)
 
     def read(self, ap: AccessPattern, role: str = "operand") -> np.ndarray:
@@ -121,12 +134,13 @@ class ExactExecutor:
                     f"program {program.name!r}: buffer for {t.name!r} holds {self.hbm[t.name].nbytes} bytes, "
                     f"the tensor needs {t.nbytes} ({list(t.shape)} {t.dtype})"
                 )
+        self._tensor_bytes = {t.name: t.nbytes for t in program.tensors}
         if reset:
             self.sbuf.reset()
             self.psum.reset()
+        self.trip_counts = {}  # not a previous launch's counts if this one fails
         with np.errstate(all="ignore"):
             if not any(isinstance(i, LoopStart) for i in program.instructions):
-                self.trip_counts = {}
                 for inst in program.instructions:
                     self._step(inst)
             else:

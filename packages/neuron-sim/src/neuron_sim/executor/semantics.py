@@ -10,7 +10,6 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import AccessPatternError
-from ..isa.control import RegisterLoad, RegisterSet, RegisterStore
 from ..isa import (
     Activation,
     AffineSelect,
@@ -39,6 +38,7 @@ from ..isa import (
     Transpose,
     ops,
 )
+from ..isa.control import RegisterLoad, RegisterSet, RegisterStore
 from ..memory.access_pattern import AccessPattern
 
 HANDLERS = {}

@@ -9,6 +9,7 @@ run-time trip counts has data-dependent timing: the executor reports the counts 
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 from .. import dtypes
@@ -17,6 +18,13 @@ from ..memory.access_pattern import SBUF, AccessPattern
 from .base import ENGINES, Instruction, check_onchip
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+# Register moves run on any engine's sequencer; the default (the first) is the sync engine's, where
+# loops run - not TensorE's (ENGINES' first), whose timeline track they would otherwise occupy.
+REGISTER_ENGINES = ("sync",) + tuple(e for e in ENGINES if e != "sync")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _check_register_name(name, role: str) -> None:
@@ -35,7 +43,7 @@ class RegisterSet(Instruction):
     """``register = value`` (an immediate or another register)."""
 
     opcode = "REG_SET"
-    engines = ENGINES
+    engines = REGISTER_ENGINES
     register: str
     value: int | str = 0
 
@@ -43,8 +51,9 @@ class RegisterSet(Instruction):
         _check_register_name(self.register, "register")
         if isinstance(self.value, str):
             _check_register_name(self.value, "value")
-        elif not INT32_MIN <= int(self.value) <= INT32_MAX:
-            raise ValidationError("register.value", f"registers hold 32-bit integers, got {self.value}")
+        # Not int(value): that truncates 1.5 and raises a TypeError/ValueError on None or NaN.
+        elif not _is_int(self.value) or not INT32_MIN <= self.value <= INT32_MAX:
+            raise ValidationError("register.value", f"registers hold 32-bit integers, got {self.value!r}")
 
 
 @dataclass(kw_only=True, eq=False)
@@ -52,7 +61,7 @@ class RegisterLoad(Instruction):
     """``register = src[0, 0]`` (an integer in SBUF)."""
 
     opcode = "REG_LOAD"
-    engines = ENGINES
+    engines = REGISTER_ENGINES
     register: str
     src: AccessPattern
 
@@ -69,7 +78,7 @@ class RegisterStore(Instruction):
     """``dst[0, 0] = register``."""
 
     opcode = "REG_STORE"
-    engines = ENGINES
+    engines = REGISTER_ENGINES
     dst: AccessPattern
     register: str
 
@@ -99,13 +108,14 @@ class LoopStart(Instruction):
         if self.kind not in ("for", "while"):
             raise ValidationError("loop.kind", f"loop kind must be 'for' or 'while', got {self.kind!r}")
         if self.kind == "for":
-            if not isinstance(self.step, int) or self.step <= 0:
+            if not _is_int(self.step) or self.step <= 0:
                 raise ValidationError("loop.step", f"a loop step is a positive compile-time integer, got {self.step!r}")
             for bound, role in ((self.lower, "lower"), (self.upper, "upper")):
                 if isinstance(bound, str):
                     _check_register_name(bound, role)
-                elif not isinstance(bound, int):
-                    raise ValidationError("loop.bound", f"loop {role} bound must be an int or a register, got {bound!r}")
+                # The counter is a 32-bit register: a bound outside int32 (or a bool/float) is a bug.
+                elif not _is_int(bound) or not INT32_MIN <= bound <= INT32_MAX:
+                    raise ValidationError("loop.bound", f"loop {role} bound must be a 32-bit int or a register, got {bound!r}")
 
     def static_trip_count(self) -> int | None:
         if self.kind != "for" or isinstance(self.lower, str) or isinstance(self.upper, str):

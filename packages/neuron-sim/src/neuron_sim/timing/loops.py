@@ -1,8 +1,9 @@
 """The instruction stream a program actually issues: loop bodies repeated per iteration.
 
-Static loops repeat their body ``static_trip_count()`` times; loops whose bounds are registers need
-the trip counts of a run (``ExactExecutor.trip_counts``: loop-start index -> counts in execution
-order). Each iteration's body is scheduled like straight-line code, followed by the loop's branch.
+Loops repeat their body as often as a run's trip counts say (``ExactExecutor.trip_counts``:
+loop-start index -> counts in execution order) when given; otherwise static loops repeat it
+``static_trip_count()`` times, and loops whose bounds are registers are an error. Each
+iteration's body is scheduled like straight-line code, followed by the loop's branch.
 """
 
 from __future__ import annotations
@@ -21,18 +22,20 @@ def issued_stream(instructions, trip_counts: dict[int, list[int]] | None = None)
 
     def trip_count(start: int) -> int:
         loop = instructions[start]
-        count = loop.static_trip_count()
-        if count is not None:
-            return count
         remaining = pending.get(start)
-        if not remaining:
+        # A run's count wins even for static bounds: a body may write its loop's counter register
+        # (the ISA allows it), and then the static count is not what ran.
+        if remaining:
+            return remaining.pop(0)
+        count = loop.static_trip_count()
+        if count is None:
             raise ValidationError(
                 "timing.trip_count_unknown",
                 f"the loop on {loop.register!r} has run-time bounds: its timing needs the trip counts of a run "
                 "(pass ExactExecutor.trip_counts to estimate)",
                 loop.location,
             )
-        return remaining.pop(0)
+        return count
 
     def issue(lo: int, hi: int) -> None:
         i = lo

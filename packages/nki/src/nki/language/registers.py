@@ -18,11 +18,26 @@ class VirtualRegister:
     def __repr__(self) -> str:
         return f"VirtualRegister({self.name}{', frozen' if self.is_frozen else ''})"
 
-    def __bool__(self):
-        raise tracing.current().error(
+    def _runtime_value(self, use: str):
+        return tracing.current().error(
             "register.branch",
-            f"{self!r} holds a run-time value: Python `if`/`while` cannot branch on it; use nl.while_loop / nl.fori_loop",
+            f"{self!r} holds a run-time value: Python {use} cannot use it at trace time; "
+            "use nl.while_loop / nl.fori_loop (a register can bound a loop or offset a view)",
         )
+
+    def __bool__(self):
+        raise self._runtime_value("`if`/`while`")
+
+    # Fix: range(r), int(r) and r < 3 used to fail with a bare TypeError from Python.
+    def __index__(self):
+        raise self._runtime_value("range()/int()/indexing")
+
+    __int__ = __index__
+
+    def __lt__(self, other):
+        raise self._runtime_value("comparisons")
+
+    __le__ = __gt__ = __ge__ = __lt__
 
 
 def new_register(ctx, base: str) -> VirtualRegister:
