@@ -65,7 +65,7 @@ def baremetal(kernel=None, save_neff_name=None, save_trace_name=None, additional
                 from neuron_sim.neff import Neff
 
                 compiled = k.compile(args, kwargs)
-                Neff(compiled.programs[0], compiled.timing()[0].summary).save(save_neff_name)
+                Neff(compiled.programs[0], k.last_timing[0].summary).save(save_neff_name)  # this run's timing
             return result
 
         return run

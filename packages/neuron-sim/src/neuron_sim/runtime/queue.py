@@ -24,7 +24,8 @@ from .bindings import as_program, bind_buffers
 from .errors import RuntimeUsageError
 from .failure import Failure, raise_failures
 from .task import MARKER, WAIT, WORK, Marker, Submission, Task
-from .timing_cache import program_timing
+from ..timing import estimate
+from .timing_cache import has_runtime_trip_counts, program_timing
 
 IDLE_EXIT_SECONDS = 5.0
 
@@ -60,6 +61,8 @@ class Queue:
                 "launch.target", f"program {program.name!r} was built for {program.target!r}, but {self.device.name} is {arch.name!r}"
             )
         bound = bind_buffers(program, buffers, self.device.hbm, self.device.name)
+        if has_runtime_trip_counts(program):
+            return self._launch_with_runtime_loops(program, bound, name, context, neff_or_program)
         timing = program_timing(program, arch)
         task = Task(WORK, "neff", name or program.name, context)
         task.execute = self.device._run_launch
@@ -68,6 +71,26 @@ class Queue:
         task.timing = timing
         task.metadata = getattr(neff_or_program, "metadata", None) or program.metadata or {}
         return self._submit(task, timing.total_ns, occupies_core=True)
+
+    def _launch_with_runtime_loops(self, program, bound, name, context, source) -> Submission:
+        """A program whose loop bounds are read at run time has data-dependent device time, and
+        the timeline places every launch when it is submitted: such a launch runs right away
+        (after the work already queued), then takes its place on the timeline with the timing of
+        the iterations it actually ran."""
+        self.synchronize()
+        task = Task(WORK, "neff", name or program.name, context)
+        task.program = program
+        task.buffers = bound
+        self.device._run_launch(task)
+        counts = getattr(self.device._executors.get(task.executor), "trip_counts", None) or {}
+        timing = estimate(program, self.device.arch, counts)
+        done = Task(WORK, "neff", task.name, context)
+        done.execute = lambda _task: None
+        done.program = program
+        done.buffers = bound
+        done.timing = timing
+        done.metadata = getattr(source, "metadata", None) or program.metadata or {}
+        return self._submit(done, timing.total_ns, occupies_core=True)
 
     def submit(
         self,

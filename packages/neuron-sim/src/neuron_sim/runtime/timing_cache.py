@@ -42,3 +42,10 @@ def _forget(key, ref) -> None:
 
 def cached_program_count() -> int:
     return len(_cache)
+
+
+def has_runtime_trip_counts(program) -> bool:
+    """Whether some loop of ``program`` runs a number of times known only at run time."""
+    from ..isa.control import LoopStart
+
+    return any(isinstance(i, LoopStart) and i.static_trip_count() is None for i in program.instructions)
