@@ -8,10 +8,9 @@ import resource
 
 import pytest
 import torch
+import torch_neuronx
 from neuron_sim.errors import ExecutionError
 from tnx_helpers import run_python
-
-import torch_neuronx
 
 
 # --- out of memory ---------------------------------------------------------------------------

@@ -7,7 +7,6 @@ import time
 
 import pytest
 import torch
-
 import torch_neuronx
 from torch_neuronx import _state
 from torch_neuronx.ops import costs

@@ -7,9 +7,8 @@ import gc
 
 import pytest
 import torch
-from tnx_helpers import torch_neuronx_runtime
-
 import torch_neuronx
+from tnx_helpers import torch_neuronx_runtime
 
 
 def test_allocated_follows_tensors():

@@ -6,9 +6,8 @@ from __future__ import annotations
 import threading
 
 import torch
-from tnx_helpers import assert_equal
-
 import torch_neuronx
+from tnx_helpers import assert_equal
 from torch_neuronx import _state
 
 
@@ -55,7 +54,7 @@ def test_launches_go_on_the_current_stream():
 def test_order_within_a_stream():
     x = torch.zeros(1000, device="neuron")
     gate = _gate_current_stream()
-    for i in range(20):  # each op reads the previous one's result
+    for _ in range(20):  # each op reads the previous one's result
         x.add_(1).mul_(2)
     assert not torch.neuron.current_stream().query()
     gate.set()

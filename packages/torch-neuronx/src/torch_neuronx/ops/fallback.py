@@ -302,6 +302,8 @@ def _map_back(result, flat, cpu_flat, device):
 
 
 def _dense_strides(t: torch.Tensor):
-    if t.is_contiguous() or not t.is_non_overlapping_and_dense():
-        return torch.empty(t.shape, device="meta").stride()
-    return t.stride()
+    # Tensor has no is_non_overlapping_and_dense() in Python (the old check raised AttributeError
+    # for every non-contiguous result of a synchronous op, e.g. nonzero's transposed output).
+    # empty_like(preserve_format) keeps the strides of a non-overlapping dense tensor and
+    # makes anything else contiguous - the rule wanted here.
+    return torch.empty_like(t, device="meta").stride()

@@ -1,0 +1,90 @@
+"""The CPU fallback: every op runs CPU kernels over zero-copy views of device memory, queued on the
+current stream as a CPU-fallback launch; shapes come from meta kernels at submission."""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from tnx_helpers import assert_equal, torch_neuronx_runtime
+from torch_neuronx import _state
+from torch_neuronx.ops import costs
+
+
+def _capture_launches():
+    """Trace records of device 0's launches from now on, and a function that stops the capture."""
+    sink = torch_neuronx_runtime().device(0).trace
+    records = []
+    handle = sink.subscribe(lambda r: records.append(r) if r.device == 0 else None)
+    return records, lambda: sink.unsubscribe(handle)
+
+
+def test_ops_are_queued_as_cpu_fallback_launches():
+    records, stop = _capture_launches()
+    try:
+        a = torch.arange(12.0, device="neuron").reshape(3, 4)
+        b = (a * 2).sum(dim=1)
+        torch.neuron.synchronize()
+    finally:
+        stop()
+    kinds = {(r.name, r.kind) for r in records}
+    assert ("aten::mul", "cpu_fallback") in kinds
+    assert ("aten::sum", "cpu_fallback") in kinds
+    mul = next(r for r in records if r.name == "aten::mul")
+    assert "CPU fallback" in mul.context and "[3, 4]:float32" in mul.context
+    assert mul.end_ns - mul.start_ns == costs.fallback_ns(48, 48)
+    assert_equal(b, torch.tensor([12.0, 44.0, 76.0]))
+
+
+def test_submission_does_not_wait_for_the_device():
+    gate = threading.Event()
+    _state.current_queue(0).submit(lambda: gate.wait(30), name="gate")
+    x = torch.ones(8, 8, device="neuron")
+    y = (x @ x).relu()  # shapes known at submission from meta kernels
+    assert y.shape == (8, 8) and y.dtype == torch.float32 and y.device.type == "neuron"
+    assert not torch.neuron.current_stream().query()
+    gate.set()
+    assert_equal(y, torch.full((8, 8), 8.0))
+
+
+def test_in_place_and_out_arguments_write_device_memory():
+    x = torch.zeros(4, device="neuron")
+    ptr = x.data_ptr()
+    x.add_(3).mul_(2)
+    out = torch.empty(4, device="neuron")
+    torch.add(x, 1, out=out)
+    small = torch.empty(0, device="neuron")
+    torch.mul(x, 2, out=small)  # out= resized like on CPU
+    assert x.data_ptr() == ptr
+    assert_equal(x, torch.full((4,), 6.0))
+    assert_equal(out, torch.full((4,), 7.0))
+    assert_equal(small, torch.full((4,), 12.0))
+
+
+def test_data_dependent_ops_synchronize():
+    x = torch.tensor([0.0, 1.5, 0.0, -2.0], device="neuron")
+    nz = torch.nonzero(x)
+    assert nz.device.type == "neuron"
+    assert_equal(nz, torch.tensor([[1], [3]]))
+    assert_equal(x[x != 0], torch.tensor([1.5, -2.0]))
+    assert_equal(torch.unique(torch.tensor([3, 1, 3], device="neuron")), torch.tensor([1, 3]))
+    assert x.sum().item() == -0.5
+    assert bool((x > 1).any())
+
+
+def test_results_are_zero_copy_views_of_device_memory():
+    x = torch.arange(6.0, device="neuron")
+    v = x.view(2, 3).t()
+    assert v.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    v.mul_(10)  # a write through a transposed view lands in x
+    assert_equal(x, torch.arange(6.0) * 10)
+
+
+def test_random_ops_use_the_device_generator():
+    torch.manual_seed(123)
+    a = torch.randn(5, device="neuron")
+    torch.manual_seed(123)
+    b = torch.randn(5, device="neuron")
+    assert_equal(a, b.cpu())
+    torch.manual_seed(123)
+    assert_equal(a, torch.randn(5))  # same engine and seed as CPU

@@ -1,0 +1,48 @@
+"""Op tracking: get_executed_ops / get_fallback_ops / clear_op_tracking, and the once-per-op warning."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+import torch_neuronx
+from torch_neuronx.ops import tracking
+from torch_neuronx.ops.tracking import NeuronFallbackWarning
+
+
+def test_executed_and_fallback_ops():
+    x = torch.ones(3, device="neuron")
+    (x * 2).sum()
+    torch.neuron.synchronize()
+    executed = torch_neuronx.get_executed_ops()
+    fallback = torch_neuronx.get_fallback_ops()
+    assert {"aten::mul", "aten::sum", "aten::fill_"} <= set(fallback)
+    assert set(fallback) <= set(executed)
+    assert "aten::copy_" not in fallback  # copies are native transfers
+    torch.ones(2).to("neuron")
+    assert "aten::copy_" in torch_neuronx.get_executed_ops()
+
+
+def test_clear_op_tracking():
+    torch.ones(2, device="neuron").neg()
+    assert "aten::neg" in torch_neuronx.get_fallback_ops()
+    torch_neuronx.clear_op_tracking()
+    assert torch_neuronx.get_fallback_ops() == [] and torch_neuronx.get_executed_ops() == []
+
+
+def test_cpu_only_work_is_not_tracked():
+    torch.ones(3).neg().sum()
+    assert torch_neuronx.get_executed_ops() == []
+
+
+def test_warning_once_per_op():
+    tracking._warned.discard("aten::atan2")
+    x = torch.ones(3, device="neuron")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NeuronFallbackWarning)
+        torch.atan2(x, x)
+        torch.atan2(x, x)
+        torch.atan2(x + 1, x)
+    messages = [str(w.message) for w in caught if issubclass(w.category, NeuronFallbackWarning)]
+    assert messages.count("Operator 'aten::atan2' executed via CPU fallback") == 1
+    assert tracking.get_op_counts()["fallback"]["aten::atan2"] == 3
