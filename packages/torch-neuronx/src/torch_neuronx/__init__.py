@@ -12,9 +12,19 @@ device lowering run CPU kernels over device memory (CPU fallback, tracked and re
 
 from __future__ import annotations
 
-import torch
 
-from . import _registration
+def _autoload() -> None:
+    """Entry point of the ``torch.backends`` group. Defined before ``import torch``: when this
+    package is imported first, importing torch runs the entry point while this module is still
+    initializing."""
+    from ._registration import initialize
+
+    initialize()
+
+
+import torch  # noqa: E402
+
+from . import _registration  # noqa: E402
 
 _registration.initialize()
 
@@ -49,10 +59,6 @@ from .random import get_rng_state, initial_seed, manual_seed, manual_seed_all, s
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: E402
 
 __version__ = "2.13.0+sim"
-
-
-def _autoload() -> None:
-    """Entry point of the ``torch.backends`` group: importing this module registered the device."""
 
 
 __all__ = [
