@@ -100,8 +100,12 @@ def convolution_overrideable(input, weight, bias, stride, padding, dilation, tra
 
 def convolution_backward_overrideable(grad_output, input, weight, stride, padding, dilation, transposed, output_padding,
                                       groups, output_mask):
-    return fallback.cpu_fallback(torch.ops.aten.convolution_backward.default, grad_output, input, weight, None, stride,
-                                 padding, dilation, transposed, output_padding, groups, output_mask)
+    # convolution_backward needs the bias shape whenever the bias gradient is asked for (its
+    # kernel allocates grad_bias from it; None failed every conv with a bias): one value per
+    # output channel.
+    bias_sizes = [weight.shape[1] * groups] if transposed else [weight.shape[0]]
+    return fallback.cpu_fallback(torch.ops.aten.convolution_backward.default, grad_output, input, weight, bias_sizes,
+                                 stride, padding, dilation, transposed, output_padding, groups, output_mask)
 
 
 def metadata_only(op):
@@ -119,6 +123,25 @@ METADATA_OPS = [
 ]
 
 
+# Ops with a dedicated CPU kernel whose other backends get a CompositeExplicitAutograd
+# decomposition. The boxed fallback never sees them (the composite kernel is registered for
+# PrivateUse1 too), so without these registrations layer_norm and group_norm ran as decomposed
+# var_mean/rsqrt/... on neuron and differed from CPU in the last bit. Routing them to the CPU
+# kernel keeps "neuron equals CPU"; their autograd formulas are unaffected (Autograd key).
+# (The list is every aten op with CPU and CompositeExplicitAutograd kernels in torch 2.13.)
+CPU_KERNEL_OPS = [
+    "native_layer_norm", "native_group_norm", "addr", "addr.out", "all.dims", "all.dims_out", "any.dims",
+    "any.dims_out", "_stack", "_stack.out", "linalg__powsum",
+]
+
+
+def cpu_kernel(op):
+    def kernel(*args, **kwargs):
+        return fallback.cpu_fallback(op, *args, **kwargs)
+
+    return kernel
+
+
 def register(lib: torch.library.Library) -> None:
     for name, fn in [
         ("_copy_from", copy_from),
@@ -129,6 +152,9 @@ def register(lib: torch.library.Library) -> None:
         ("convolution_backward_overrideable", convolution_backward_overrideable),
     ]:
         lib.impl(name, fn, "PrivateUse1")
+    for name in CPU_KERNEL_OPS:
+        base, _, overload = name.partition(".")
+        lib.impl(name, cpu_kernel(getattr(getattr(torch.ops.aten, base), overload or "default")), "PrivateUse1")
     for name in METADATA_OPS:
         base, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, base), overload or "default")
