@@ -130,7 +130,10 @@ def cpu_fallback(op, *args, **kwargs):
     returns = op._schema.returns
     if any(r.alias_info is not None and not r.alias_info.is_write for r in returns):
         return _run_view(op, flat, spec)
-    if name in _SYNC_OPS or op in _NOT_META:
+    if name in _SYNC_OPS or op in _NOT_META or _uses_generator(op):
+        # Random ops run now, in program order: a queued one read its generator's state when the
+        # stream reached it, so ``g.manual_seed()`` / ``set_state`` / another random op issued
+        # after it but run before it changed its numbers (a race: non-reproducible dropout).
         return _run_now(op, flat, spec, device)
     try:
         meta_flat = [_to_meta_value(x) for x in flat]

@@ -1,0 +1,37 @@
+"""DataLoader(pin_memory=True) on a neuron machine, and pinned host memory."""
+
+from __future__ import annotations
+
+import torch
+from tnx_helpers import assert_equal
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def test_pin_memory():
+    t = torch.arange(100.0)
+    assert not t.is_pinned()
+    p = t.pin_memory()
+    assert p.is_pinned() and p.data_ptr() != t.data_ptr()
+    assert_equal(p, t)
+    assert torch.empty(10, pin_memory=True).is_pinned()
+    assert torch.ones(0).pin_memory().is_pinned() in (True, False)  # empty: no crash
+
+
+def test_dataloader_pin_memory_feeds_the_device():
+    data = TensorDataset(torch.arange(64.0).reshape(32, 2), torch.arange(32))
+    loader = DataLoader(data, batch_size=8, pin_memory=True, pin_memory_device="neuron")
+    seen = []
+    for x, y in loader:
+        assert x.is_pinned() and y.is_pinned()
+        xd = x.to("neuron", non_blocking=True)
+        seen.append((xd * 2).sum(dim=1).cpu())
+        assert y.shape == (8,)
+    assert_equal(torch.cat(seen), torch.arange(64.0).reshape(32, 2).sum(dim=1) * 2)
+
+
+def test_dataloader_default_pin_device_and_workers():
+    data = TensorDataset(torch.randn(16, 3))
+    loader = DataLoader(data, batch_size=4, pin_memory=True, num_workers=1)
+    batches = [b[0] for b in loader]
+    assert all(b.is_pinned() for b in batches)
+    assert torch.cat(batches).to("neuron").shape == (16, 3)
