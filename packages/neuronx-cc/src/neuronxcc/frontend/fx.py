@@ -1,0 +1,197 @@
+"""FX graphs -> StableHLO (torch-mlir) -> graph, with the fixes torch.compile graphs need.
+
+    graph = from_fx(gm, example_inputs)          # a dynamo, AOTAutograd forward or backward graph
+    graph.none_outputs                           # positions of the gm's ``None`` outputs, dropped
+
+The three fixes (see the torch-mlir reference note):
+
+1. **None outputs.** Backward graphs return ``None`` for inputs that need no gradient; torch-mlir
+   cannot lower a ``!torch.none`` result. They are dropped for the import (the caller's graph
+   module is restored afterwards) and their positions reported in ``graph.none_outputs`` so a
+   runtime can re-insert them (``insert_none_outputs``).
+2. **Decompositions.** Graphs that are not plain ATen (dynamo graphs) or that keep ops torch-mlir
+   cannot lower (``threshold_backward`` keeps an int scalar) are re-traced with ``make_fx`` and
+   torch-mlir's own decomposition table, under the example inputs' fake mode.
+3. **SDPA.** Re-tracing happens under ``sdpa_kernel(SDPBackend.MATH)`` so attention decomposes into
+   matmul/softmax. A backward graph that already holds the fused CPU kernel's backward cannot be
+   fixed here: that raises ``UnsupportedOp`` saying to trace under ``sdpa_math()``
+   (AOTAutograd backends: wrap the compiled call, and pass ``decompositions()`` to ``aot_autograd``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+import re
+
+from neuron_sim.graph import Graph
+
+from .errors import MissingDependency, UnsupportedOp
+from .stablehlo import import_module
+
+
+def _torch():
+    try:
+        import torch
+        from torch_mlir import fx, ir
+        from torch_mlir.dialects import torch as torch_dialect
+        from torch_mlir.extras.fx_importer import FxImporter
+    except ImportError as err:
+        raise MissingDependency("importing FX graphs", err) from None
+    return torch, fx, ir, torch_dialect, FxImporter
+
+
+def decompositions() -> dict:
+    """torch-mlir's decomposition table, for ``aot_autograd(decompositions=...)``."""
+    _torch()
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    return get_decomposition_table()
+
+
+def sdpa_math():
+    """Context manager: ``scaled_dot_product_attention`` runs (and traces) as its math decomposition."""
+    torch = _torch()[0]
+    return torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)
+
+
+def _output_node(gm):
+    return next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+
+
+def strip_none_outputs(gm) -> list[int]:
+    """Drop ``None`` outputs of ``gm`` in place (recompiling it); returns their positions."""
+    out = _output_node(gm)
+    values = out.args[0]
+    if not isinstance(values, (tuple, list)):
+        return []
+    none_pos = [i for i, v in enumerate(values) if v is None]
+    if none_pos:
+        out.args = (type(values)(v for v in values if v is not None),)
+        gm.recompile()
+    return none_pos
+
+
+def insert_none_outputs(outputs: list, none_positions: list[int]) -> list:
+    """The inverse of ``strip_none_outputs`` on a list of results."""
+    outputs = list(outputs)
+    for p in none_positions:
+        outputs.insert(p, None)
+    return outputs
+
+
+def _node_location(node) -> str | None:
+    frames = re.findall(r'File "([^"]+)", line (\d+)', node.stack_trace or "")
+    return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None
+
+
+def _is_aten_graph(gm, torch) -> bool:
+    for n in gm.graph.nodes:
+        if n.op in ("call_module", "call_method", "get_attr"):
+            return False
+        if n.op == "placeholder" and "val" not in n.meta:
+            return False
+        if n.op == "call_function" and n.target is not operator.getitem and not isinstance(n.target, torch._ops.OpOverload):
+            return False
+    return True
+
+
+def _check_fused_sdpa_backward(gm) -> None:
+    for n in gm.graph.nodes:
+        name = str(n.target)
+        if n.op == "call_function" and "_scaled_dot_product" in name and "backward" in name:
+            raise UnsupportedOp(
+                name, "the graph holds a fused scaled_dot_product_attention backward, which has no StableHLO lowering; "
+                "trace the model under neuronxcc.frontend.fx.sdpa_math() (torch.nn.attention.sdpa_kernel(SDPBackend.MATH)) "
+                "so attention decomposes to matmul/softmax before autograd records it", location=_node_location(n))
+
+
+def _retrace(gm, example_inputs, torch):
+    if example_inputs is None:
+        raise UnsupportedOp("fx.GraphModule", "this graph needs re-tracing to ATen with decompositions, "
+                            "which needs example_inputs")
+    from torch._guards import detect_fake_mode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    fake_mode = detect_fake_mode(list(example_inputs))
+    with fake_mode if fake_mode is not None else contextlib.nullcontext(), sdpa_math():
+        return make_fx(gm, decomposition_table=decompositions(),
+                       tracing_mode="real" if fake_mode is not None else "fake")(*example_inputs)
+
+
+class _LoweringFailed(Exception):
+    def __init__(self, diagnostics: list[tuple[str, str]], err: Exception):
+        super().__init__(str(err))
+        self.diagnostics = diagnostics
+        self.err = err
+
+
+def _lower(gm, name: str, torch_deps):
+    torch, fx, ir, torch_dialect, FxImporter = torch_deps
+    ctx = ir.Context()
+    torch_dialect.register_dialect(ctx)
+    diagnostics: list[tuple[str, str]] = []
+
+    def on_diagnostic(d):  # keep torch-mlir's errors for our message instead of printing them
+        diagnostics.append((str(d.location), str(d.message)))
+        return True
+
+    handler = ctx.attach_diagnostic_handler(on_diagnostic)
+    try:
+        return fx.stateless_fx_import(gm, output_type="stablehlo", fx_importer=FxImporter(context=ctx), model_name=name)
+    except Exception as err:
+        raise _LoweringFailed(diagnostics, err) from err
+    finally:
+        handler.detach()
+
+
+def _lowering_error(failure: _LoweringFailed) -> UnsupportedOp:
+    from .mlir import describe_location
+
+    for loc, message in failure.diagnostics:
+        m = re.search(r"torch\.operator\"?\(?\)?\s*\"([^\"]+)\"", message) or re.search(r"operation '([^']+)'", message)
+        if m:
+            return UnsupportedOp(m.group(1), f"torch-mlir cannot lower it to StableHLO: {message.splitlines()[0][:300]}",
+                                 location=describe_location(loc))
+    detail = "; ".join(m for _, m in failure.diagnostics) or str(failure.err).strip().splitlines()[0]
+    return UnsupportedOp("torch-mlir", f"lowering to StableHLO failed: {detail[:500]}")
+
+
+def from_fx(gm, example_inputs=None, *, func_name: str = "main") -> Graph:
+    """Import an FX ``GraphModule`` (ATen graphs from AOTAutograd, or dynamo graphs plus their
+    example inputs) into a graph. Graph inputs are named after the gm's placeholders, outputs
+    ``output0...`` over the non-None outputs; ``graph.none_outputs`` lists the dropped positions."""
+    deps = _torch()
+    torch = deps[0]
+    _check_fused_sdpa_backward(gm)
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    out = _output_node(gm)
+    saved_args = out.args
+    none_pos = strip_none_outputs(gm)
+    try:
+        if _is_aten_graph(gm, torch):
+            try:
+                module = _lower(gm, func_name, deps)
+            except _LoweringFailed as failure:
+                if example_inputs is None:
+                    raise _lowering_error(failure) from None
+                module = None
+        else:
+            module = None
+        if module is None:
+            traced = _retrace(gm, example_inputs, torch)
+            _check_fused_sdpa_backward(traced)
+            try:
+                module = _lower(traced, func_name, deps)
+            except _LoweringFailed as failure:
+                raise _lowering_error(failure) from None
+    finally:
+        if none_pos:
+            out.args = saved_args
+            gm.recompile()
+    graph = import_module(module, func_name=func_name)
+    if len(graph.inputs) == len(placeholders):
+        for v, name in zip(graph.inputs, placeholders):
+            v.name = name
+    graph.none_outputs = none_pos
+    return graph
