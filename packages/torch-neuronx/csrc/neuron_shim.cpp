@@ -15,6 +15,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_fused_sdp_choice_native.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/Generator.h>
@@ -409,6 +411,14 @@ bool hooks_registered = [] {
 }();
 
 }  // namespace
+
+// scaled_dot_product_attention asks this stub which kernel to use. Unregistered, neuron always
+// got the decomposed math path while CPU uses its flash kernel, so attention outputs differed from
+// CPU's in the last bits. With CPU's own choice, neuron calls the same CPU kernel
+// (_scaled_dot_product_flash_attention_for_cpu, run by the CPU fallback) and matches CPU exactly.
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &_fused_sdp_choice_cpp)
+}  // namespace at::native
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);

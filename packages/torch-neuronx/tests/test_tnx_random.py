@@ -76,3 +76,12 @@ def test_random_ops_draw_in_program_order():
     b = torch.randn(6, device="neuron", generator=g)
     assert_equal(a, torch.randn(6, generator=torch.Generator().manual_seed(1)))
     assert_equal(b, torch.randn(6, generator=torch.Generator().manual_seed(99)))
+
+
+def test_dropout_draws_from_the_device_generator():
+    torch.manual_seed(0)
+    cpu_state = torch.default_generator.get_state()
+    y = torch.nn.functional.dropout(torch.ones(500, device="neuron"), 0.3)
+    assert torch.equal(torch.default_generator.get_state(), cpu_state)  # CPU stream untouched
+    torch.neuron.manual_seed(0)
+    assert_equal(torch.nn.functional.dropout(torch.ones(500, device="neuron"), 0.3), y.cpu())

@@ -58,8 +58,14 @@ def _op_name(op) -> str:
     return op._schema.name
 
 
-def _uses_generator(op) -> bool:
+def _has_generator_argument(op) -> bool:
     return any("Generator" in str(a.type) for a in op._schema.arguments)
+
+
+def _uses_generator(op) -> bool:
+    # Random ops without a Generator argument (native_dropout, the CPU flash-attention kernel...)
+    # are tagged nondeterministic_seeded; their CPU kernels draw from the CPU default generator.
+    return _has_generator_argument(op) or torch.Tag.nondeterministic_seeded in op.tags
 
 
 def _generator_for(flat, device: torch.device):
@@ -101,22 +107,38 @@ def _nbytes(flat) -> int:
 
 class _Rng:
     """Run a random op with a CPU generator holding the neuron generator's state, then write the
-    advanced state back (CPU kernels refuse a generator tagged with another device)."""
+    advanced state back (CPU kernels refuse a generator tagged with another device).
 
-    def __init__(self, neuron_generator):
+    An op with no Generator argument (native_dropout) draws from the CPU *default* generator, so
+    for it that generator holds the device state during the call and gets its own state back
+    after. (Before, dropout on neuron consumed the CPU generator instead of the device's.)"""
+
+    def __init__(self, neuron_generator, swap_default: bool = False):
         self.neuron = neuron_generator
-        self.cpu = torch.Generator()
+        self.swap_default = swap_default
+        self.cpu = torch.default_generator if swap_default else torch.Generator()
+        self.saved = None
 
     def __enter__(self):
         _RNG_LOCK.acquire()
+        if self.swap_default:
+            self.saved = self.cpu.get_state()
         self.cpu.set_state(self.neuron.get_state())
         return self.cpu
 
     def __exit__(self, *exc):
         try:
             self.neuron.set_state(self.cpu.get_state())
+            if self.swap_default:
+                self.cpu.set_state(self.saved)
         finally:
             _RNG_LOCK.release()
+
+
+def _rng_for(op, flat, device):
+    if not _uses_generator(op):
+        return None
+    return _Rng(_generator_for(flat, device), swap_default=not _has_generator_argument(op))
 
 
 def cpu_fallback(op, *args, **kwargs):
@@ -210,7 +232,7 @@ def _run_async(op, flat, spec, device, meta_out):
             fresh.append((out, i))
     # Inputs written in place (including through list arguments, _foreach_*_) are written by the
     # CPU kernel itself through their host views.
-    rng = _Rng(_generator_for(flat, device)) if _uses_generator(op) else None
+    rng = _rng_for(op, flat, device)
     cpu_flat = [_to_cpu_value(x) for x in flat]
     out_views = [(host_view(out), i) for out, i in fresh]
     nbytes_in = _nbytes([x for x in flat if is_neuron(x)])
@@ -234,6 +256,8 @@ def _execute(op, cpu_values, spec, rng: _Rng | None):
     if rng is None:
         return op(*args, **kwargs)
     with rng as generator:
+        if rng.swap_default:
+            return op(*args, **kwargs)
         args, kwargs = list(args), dict(kwargs)
         for i, a in enumerate(op._schema.arguments):  # the Generator? argument, positional or keyword
             if "Generator" in str(a.type):
@@ -256,7 +280,7 @@ def _run_now(op, flat, spec, device):
     """Synchronize the operands' stream, run on CPU at once, and map the results back."""
     queue = _state.current_queue(device.index)
     queue.synchronize()
-    rng = _Rng(_generator_for(flat, device)) if _uses_generator(op) else None
+    rng = _rng_for(op, flat, device)
     cpu_flat = [_to_cpu_value(x) for x in flat]
     result = _execute(op, cpu_flat, spec, rng)
     mapped = _map_back(result, flat, cpu_flat, device)

@@ -1,0 +1,100 @@
+"""nki_op: NKI kernels as PyTorch custom ops on neuron tensors, trainable via register_autograd."""
+
+from __future__ import annotations
+
+import nki
+import nki.language as nl
+import pytest
+import torch
+import torch_neuronx
+from torch_neuronx import nki as tnx_nki
+from torch_neuronx import nki_op
+
+
+@nki.jit
+def sin_kernel(in_ptr0, out_ptr):
+    t = nl.load(in_ptr0[0:128])
+    nl.store(out_ptr[0:128], value=nl.sin(t))
+
+
+@nki.jit
+def cos_kernel(in_ptr0, out_ptr):
+    t = nl.load(in_ptr0[0:128])
+    nl.store(out_ptr[0:128], value=nl.cos(t))
+
+
+@nki_op("tnx_tests::my_sin", mutates_args={})
+def my_sin(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    sin_kernel(x, out)
+    return out
+
+
+@nki_op("tnx_tests::my_cos", mutates_args={})
+def my_cos(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    cos_kernel(x, out)
+    return out
+
+
+def _setup_context(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+
+
+def _backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    return grad * my_cos(x)
+
+
+my_sin.register_autograd(_backward, setup_context=_setup_context)
+
+
+def test_nki_is_reexported():
+    assert tnx_nki is nki
+
+
+def test_sin_cos_forward_and_backward():
+    torch.manual_seed(0)
+    x = torch.randn(128, 64, device="neuron", requires_grad=True)
+    y = my_sin(x)
+    assert y.device.type == "neuron" and y.shape == x.shape
+    y.sum().backward()
+    xc = x.detach().cpu()
+    torch.testing.assert_close(y.detach().cpu(), torch.sin(xc), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(x.grad.cpu(), torch.cos(xc), rtol=1e-5, atol=1e-6)
+    executed = torch_neuronx.get_executed_ops()
+    assert "nki::sin_kernel" in executed and "nki::cos_kernel" in executed
+    assert "nki::sin_kernel" not in torch_neuronx.get_fallback_ops()
+
+
+def test_nki_kernel_is_an_async_launch_timed_by_the_simulator():
+    from torch_neuronx import _state
+
+    x = torch.randn(128, 32, device="neuron")
+    torch.neuron.synchronize()
+    start, end = torch_neuronx.Event(enable_timing=True), torch_neuronx.Event(enable_timing=True)
+    start.record()
+    y = my_sin(x)
+    end.record()
+    queue = _state.current_queue(0)
+    assert end.elapsed_time(start) <= 0 < start.elapsed_time(end)
+    assert queue.query()
+    torch.testing.assert_close(y.cpu(), torch.sin(x.cpu()), rtol=1e-5, atol=1e-6)
+
+
+def test_nki_op_on_cpu_tensors_and_under_compile_tracing():
+    x = torch.randn(128, 8)
+    torch.testing.assert_close(my_sin(x), torch.sin(x), rtol=1e-5, atol=1e-6)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(torch.randn(128, 8, device="neuron"))
+        out = my_sin(fake)
+    assert out.shape == (128, 8) and out.device.type == "neuron"
+
+
+def test_nki_kernel_error_is_clear():
+    x = torch.randn(128, 4, dtype=torch.float64, device="neuron")
+    with pytest.raises(Exception, match="float64|dtype"):
+        my_sin(x)
+        torch.neuron.synchronize()
