@@ -49,7 +49,10 @@ def parse(text: str, source: str | None = None):
         with ctx:
             return ir.Module.parse(text)
     except Exception as err:
-        detail = "; ".join(errors) or str(err)
+        name = source or "<mlir>"
+        lines = [line.strip() for line in str(err).splitlines() if line.strip() and "Unable to parse" not in line]
+        lines = [re.sub(r'^(?:error:\s*)?"-":(\d+):(\d+):?', lambda m: f"{name}:{m.group(1)}:{m.group(2)}:", line) for line in lines]
+        detail = "; ".join(errors or lines) or str(err)
         raise FrontendError(f"cannot parse MLIR{f' from {source}' if source else ''}: {detail}") from None
     finally:
         handler.detach()
@@ -195,7 +198,12 @@ def constant_value(attr, ttype: TensorType, blobs) -> np.ndarray:
 
 
 def int_list(attr) -> list[int]:
-    """``array<i64: ...>`` or ``dense<[...]> : tensor<Nxi64>`` as a list of ints."""
+    """``array<i64: ...>`` or ``dense<...> : tensor<...xi64>`` (flattened, splats expanded) as a list of ints."""
+    ir, _ = bindings()
+    if isinstance(attr, ir.DenseElementsAttr):
+        if attr.is_splat:
+            return [int(attr.get_splat_value().value)] * int(np.prod(attr.type.shape))
+        return [int(x) for x in np.array(attr).reshape(-1)]
     try:
         return [int(x) for x in attr]
     except TypeError:

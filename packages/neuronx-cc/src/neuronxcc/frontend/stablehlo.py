@@ -627,6 +627,33 @@ def _reduce_arg(self, op, inputs, dims, body):
             self.emit(arg, values, dim=dims[0], keepdims=False, dtype=self.rtype(op, 1).dtype)]
 
 
+@_handles("stablehlo.reduce_window")
+def _reduce_window(self, op):
+    """cumsum: an add-window covering the whole dim, padded by n-1 in front (torch-mlir's aten.cumsum)."""
+    operands = self.ins(op)
+    if len(operands) != 2:
+        raise self.unsupported("reduce_window of several operands")
+    x, init = operands
+    rank = x.type.rank
+    window = mlir.int_list(op.attributes["window_dimensions"])
+    ones = [1] * rank
+    strides = mlir.int_list(op.attributes["window_strides"]) if "window_strides" in op.attributes else ones
+    dilations = [mlir.int_list(op.attributes[k]) if k in op.attributes else ones for k in ("base_dilations", "window_dilations")]
+    padding = (np.array(mlir.int_list(op.attributes["padding"])).reshape(rank, 2).tolist() if "padding" in op.attributes
+               else [[0, 0]] * rank)
+    _, body, ret = _body(op)
+    kind = REDUCE_BODIES.get(body[0].name) if len(body) == 1 else None
+    dims = [d for d in range(rank) if window[d] != 1]
+    init_value = self.const.get(init.id)
+    if (kind == "sum" and len(dims) == 1 and strides == ones and dilations == [ones, ones] and init_value is not None
+            and _is_identity(init_value, "sum", x.type.dtype)):
+        d = dims[0]
+        n = x.type.shape[d]
+        if window[d] == n and padding[d] == [n - 1, 0] and all(padding[i] == [0, 0] for i in range(rank) if i != d):
+            return [self.emit("cumsum", x, dim=d)]
+    raise self.unsupported("only the cumulative-sum window (torch.cumsum) has a graph form; pooling windows do not")
+
+
 # --- gather and scatter ---------------------------------------------------------------------------------
 
 

@@ -1,0 +1,1 @@
+"""The ``neuronx-cc`` command line (``neuronxcc.driver.cli:main``)."""

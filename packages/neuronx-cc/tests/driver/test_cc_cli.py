@@ -1,0 +1,240 @@
+"""The ``neuronx-cc`` command line: compile, inspect, and their errors and exit codes."""
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+from neuronxcc.driver import cli
+
+MLP_TEXT = """
+func.func @main(%x: tensor<4x16xf32>, %w: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %c = stablehlo.constant dense<0.0> : tensor<4x8xf32>
+  %1 = stablehlo.maximum %0, %c : tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+"""
+
+
+def _kernel_neff(path):
+    """A real NEFF (with a recorded timing summary), written by nki."""
+    nki = pytest.importorskip("nki")
+    import nki.isa as nisa
+    import nki.language as nl
+
+    @nki.jit
+    def add(a_input, b_input):
+        c_output = nl.ndarray(a_input.shape, dtype=a_input.dtype, buffer=nl.shared_hbm)
+        a = nl.ndarray(a_input.shape, a_input.dtype, buffer=nl.sbuf)
+        b = nl.ndarray(b_input.shape, b_input.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a, src=a_input)
+        nisa.dma_copy(dst=b, src=b_input)
+        nisa.tensor_tensor(dst=a, data1=a, data2=b, op=nl.add)
+        nisa.dma_copy(dst=c_output, src=a)
+        return c_output
+
+    x = np.ones((128, 64), np.float32)
+    nki.baremetal(add, save_neff_name=str(path))(x, x)
+    return path
+
+
+def run_cli(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --- inspect -----------------------------------------------------------------------------------------
+
+
+def test_inspect_prints_tensors_instructions_and_timing(tmp_path, capsys):
+    neff = _kernel_neff(tmp_path / "add.neff")
+    code, out, err = run_cli(capsys, "inspect", str(neff))
+    assert code == 0, err
+    assert "tensors:" in out and "float32" in out and "128x64" in out and "32.0 KiB" in out
+    assert "instructions:" in out and "vector" in out and "dma" in out
+    assert "timing (recorded in the NEFF):" in out
+    for field in ("total time", "engine busy", "MFU", "HBM bytes"):
+        assert field in out, field
+
+
+def test_inspect_json(tmp_path, capsys):
+    neff = _kernel_neff(tmp_path / "add.neff")
+    code, out, _ = run_cli(capsys, "inspect", "--json", str(neff))
+    assert code == 0
+    data = json.loads(out)
+    assert data["timing_summary"]["total_time_ns"] > 0
+    assert sum(data["instruction_counts"].values()) == data["num_instructions"]
+    assert {t["kind"] for t in data["tensors"]} >= {"input", "output"}
+
+
+def test_inspect_estimates_timing_when_the_neff_has_none(tmp_path, capsys):
+    from neuron_sim.neff import Neff
+
+    path = _kernel_neff(tmp_path / "add.neff")
+    neff = Neff.load(path)
+    Neff(neff.program).save(tmp_path / "bare.neff")
+    code, out, _ = run_cli(capsys, "inspect", str(tmp_path / "bare.neff"))
+    assert code == 0 and "estimated now" in out and "total time" in out
+
+
+def test_inspect_missing_file(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "inspect", str(tmp_path / "nope.neff"))
+    assert code == cli.EXIT_IO and "no such file" in err and "nope.neff" in err
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped"])
+def test_inspect_corrupt_neff(tmp_path, capsys, damage):
+    path = _kernel_neff(tmp_path / "add.neff")
+    data = bytearray(path.read_bytes())
+    if damage == "garbage":
+        data = bytearray(b"definitely not a neff file" * 10)
+    elif damage == "truncated":
+        data = data[: len(data) // 2]
+    else:
+        data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    code, out, err = run_cli(capsys, "inspect", str(path))
+    assert code == cli.EXIT_BAD_NEFF and "not a valid NEFF" in err and str(path) in err
+    assert out == ""
+
+
+def test_inspect_directory(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "inspect", str(tmp_path))
+    assert code == cli.EXIT_IO and "directory" in err
+
+
+# --- compile ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_compiler(monkeypatch, tmp_path):
+    """Stands in for neuronxcc.compiler.compile_neff (same signature) so the driver's plumbing is
+    tested whatever state the compiler is in; test_compile_end_to_end uses the real one."""
+    calls = []
+    template = _kernel_neff(tmp_path / "template.neff")
+
+    def compile_neff(graph, arch):
+        from neuron_sim.neff import Neff
+
+        calls.append((graph, arch))
+        return Neff.load(template)
+
+    module = types.ModuleType("neuronxcc.compiler")
+    module.compile_neff = compile_neff
+    monkeypatch.setitem(sys.modules, "neuronxcc.compiler", module)
+    return calls
+
+
+def test_compile_imports_and_writes_the_neff(tmp_path, capsys, fake_compiler):
+    pytest.importorskip("torch_mlir")
+    src = tmp_path / "mlp.mlir"
+    src.write_text(MLP_TEXT)
+    code, out, err = run_cli(capsys, "compile", str(src), "-o", str(tmp_path / "out.neff"), "--target", "trn3")
+    assert code == 0, err
+    graph, arch = fake_compiler[0]
+    assert arch.name.lower().startswith("trn3") or "3" in arch.name
+    assert [n.op for n in graph.nodes] == ["dot_general", "constant", "maximum"]
+    assert (tmp_path / "out.neff").exists() and "out.neff" in out and "instructions" in out
+
+
+def test_compile_default_output_name(tmp_path, capsys, fake_compiler):
+    pytest.importorskip("torch_mlir")
+    src = tmp_path / "model.mlir"
+    src.write_text(MLP_TEXT)
+    code, _, err = run_cli(capsys, "compile", str(src))
+    assert code == 0, err
+    assert (tmp_path / "model.neff").exists()
+
+
+def test_compile_missing_file(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "compile", str(tmp_path / "missing.mlir"), "-o", str(tmp_path / "x.neff"))
+    assert code == cli.EXIT_IO and "no such file" in err and "missing.mlir" in err
+
+
+def test_compile_bad_target(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["compile", "x.mlir", "--target", "trn9"])
+    assert exc.value.code == cli.EXIT_USAGE
+    assert "trn9" in capsys.readouterr().err
+
+
+def test_compile_unparsable_mlir_names_the_line(tmp_path, capsys):
+    pytest.importorskip("torch_mlir")
+    src = tmp_path / "bad.mlir"
+    src.write_text("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = stablehlo.frobnicate %x\n}\n")
+    code, _, err = run_cli(capsys, "compile", str(src), "-o", str(tmp_path / "x.neff"))
+    assert code == cli.EXIT_REJECTED and "cannot parse MLIR" in err and "bad.mlir:2" in err
+
+
+def test_compile_unsupported_op_names_op_types_and_line(tmp_path, capsys):
+    pytest.importorskip("torch_mlir")
+    src = tmp_path / "sort.mlir"
+    src.write_text(
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        '  %0 = "stablehlo.sort"(%x) <{dimension = 0 : i64}> ({\n'
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "    %c = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+        "    stablehlo.return %c : tensor<i1>\n"
+        "  }) : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "  return %0 : tensor<4xf32>\n}\n")
+    code, _, err = run_cli(capsys, "compile", str(src), "-o", str(tmp_path / "x.neff"))
+    assert code == cli.EXIT_REJECTED
+    assert "unsupported op 'stablehlo.sort'" in err and "tensor<4xf32>" in err and "sort.mlir:2" in err
+    assert not (tmp_path / "x.neff").exists()
+
+
+def test_compile_without_torch_mlir(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch_mlir", None)  # as if the extra were not installed
+    src = tmp_path / "m.mlir"
+    src.write_text(MLP_TEXT)
+    code, _, err = run_cli(capsys, "compile", str(src), "-o", str(tmp_path / "x.neff"))
+    assert code == cli.EXIT_MISSING_DEPENDENCY and "neuronx-cc[stablehlo]" in err
+
+
+def test_compile_unwritable_output(tmp_path, capsys, fake_compiler):
+    pytest.importorskip("torch_mlir")
+    src = tmp_path / "m.mlir"
+    src.write_text(MLP_TEXT)
+    code, _, err = run_cli(capsys, "compile", str(src), "-o", str(tmp_path / "no" / "such" / "dir" / "x.neff"))
+    assert code == cli.EXIT_IO and "cannot write" in err
+
+
+def test_compile_end_to_end(tmp_path, capsys):
+    """The real compiler: MLIR -> NEFF -> inspect, and the NEFF's graph form computes the model."""
+    pytest.importorskip("torch_mlir")
+    try:
+        from neuronxcc.compiler import compile_neff  # noqa: F401
+    except ImportError:
+        pytest.skip("neuronxcc.compiler.compile_neff is not there yet")
+    src = tmp_path / "mlp.mlir"
+    src.write_text(MLP_TEXT)
+    out_path = tmp_path / "mlp.neff"
+    code, out, err = run_cli(capsys, "compile", str(src), "-o", str(out_path))
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "inspect", str(out_path))
+    assert code == 0, err
+    assert "input0" in out and "output0" in out and "total time" in out and "tensor" in out
+
+    from neuron_sim.graph import Graph
+    from neuron_sim.neff import Neff
+    from neuronxcc.frontend import run_graph
+
+    program = Neff.load(out_path).program
+    graph = program.graph if isinstance(program.graph, Graph) else Graph.from_dict(program.graph)
+    x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((16, 8)).astype(np.float32)
+    (y,) = run_graph(graph, x, w)
+    np.testing.assert_allclose(y, np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
+
+
+def test_console_script_help():
+    exe = os.path.join(os.path.dirname(sys.executable), "neuronx-cc")
+    cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "neuronxcc.driver.cli"]
+    result = subprocess.run([*cmd, "--help"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "compile" in result.stdout and "inspect" in result.stdout
+    assert "exit codes" in result.stdout
