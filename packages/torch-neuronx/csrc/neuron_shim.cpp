@@ -11,6 +11,7 @@
 // Everything that calls into Python takes the GIL; callbacks are installed once by init().
 
 #include <torch/extension.h>
+#include <pybind11/complex.h>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
@@ -450,6 +451,23 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("default_generator", [](int d) {
     check_device(static_cast<DeviceIndex>(d));
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(default_generators().at(d)));
+  });
+  // A 0-dim CPU tensor flagged as a wrapped number: how ATen passes a Python scalar to a Tensor
+  // argument (it promotes like a scalar). Python cannot set the flag; the CPU fallback needs it.
+  m.def("wrapped_number", [](py::handle value) {
+    c10::Scalar scalar;
+    if (py::isinstance<py::bool_>(value)) {
+      scalar = value.cast<bool>();
+    } else if (py::isinstance<py::int_>(value)) {
+      scalar = value.cast<int64_t>();
+    } else if (PyComplex_Check(value.ptr())) {
+      scalar = c10::complex<double>(value.cast<std::complex<double>>());
+    } else {
+      scalar = value.cast<double>();
+    }
+    auto t = c10::scalar_to_tensor(scalar);
+    t.unsafeGetTensorImpl()->set_wrapped_number(true);
+    return t;
   });
   m.def("is_pinned", [](uintptr_t p) { return g_pinned.contains(reinterpret_cast<void*>(p)); });
   m.def("live_allocations", [] {

@@ -87,6 +87,8 @@ def _to_cpu_value(x):
 
 
 def _to_meta_value(x):
+    if getattr(x, "_tnx_wrapped_number", False):
+        return x  # meta kernels take CPU scalars as they are
     if isinstance(x, torch.Tensor) and x.device.type in ("neuron", "cpu"):
         return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device="meta").requires_grad_(False)
     if isinstance(x, torch.device) and x.type == "neuron":
@@ -141,8 +143,30 @@ def _rng_for(op, flat, device):
     return _Rng(_generator_for(flat, device), swap_default=not _has_generator_argument(op))
 
 
+def _rewrap_numbers(op, args, kwargs):
+    """Python numbers given for Tensor arguments back into wrapped-number tensors.
+
+    A Scalar overload that calls its Tensor overload (``remainder(x, 2)``) passes the number as a
+    "wrapped number" tensor, which reaches this Python fallback as a plain int/float; calling the
+    Tensor overload with it failed ("Expected a value of type 'Tensor' for argument 'other'").
+    A wrapped number (not a 0-dim tensor) keeps the scalar's type-promotion rules."""
+    def fix(arg, value):
+        if isinstance(value, (bool, int, float, complex)) and str(arg.type) in ("Tensor", "Optional[Tensor]"):
+            wrapped = _state.shim().wrapped_number(value)
+            wrapped._tnx_wrapped_number = True
+            return wrapped
+        return value
+
+    positional = [a for a in op._schema.arguments if not a.kwarg_only]
+    by_name = {a.name: a for a in op._schema.arguments}
+    args = tuple(fix(a, v) for a, v in zip(positional, args)) + tuple(args[len(positional):])
+    kwargs = {k: fix(by_name[k], v) if k in by_name else v for k, v in kwargs.items()}
+    return args, kwargs
+
+
 def cpu_fallback(op, *args, **kwargs):
     """The boxed fallback kernel for every ATen op without a neuron kernel."""
+    args, kwargs = _rewrap_numbers(op, args, kwargs)
     flat, spec = tree_flatten((args, kwargs))
     device = _device_of(flat)
     if device is None:  # no neuron operand at all: nothing to do on the device
