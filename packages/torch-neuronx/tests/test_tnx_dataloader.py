@@ -19,7 +19,7 @@ def test_pin_memory():
 
 def test_dataloader_pin_memory_feeds_the_device():
     data = TensorDataset(torch.arange(64.0).reshape(32, 2), torch.arange(32))
-    loader = DataLoader(data, batch_size=8, pin_memory=True, pin_memory_device="neuron")
+    loader = DataLoader(data, batch_size=8, pin_memory=True)  # pins for the current accelerator: neuron
     seen = []
     for x, y in loader:
         assert x.is_pinned() and y.is_pinned()

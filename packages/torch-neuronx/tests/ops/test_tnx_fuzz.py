@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from neuron_sim.errors import ExecutionError
 from tnx_helpers import ALL_DTYPES
 
-EXAMPLES = int(os.environ.get("TNX_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("TNX_FUZZ_EXAMPLES", "150"))
 
 
 def _rand(shape, dtype, seed):
@@ -127,10 +127,10 @@ def _setitem(x, k):
     return y
 
 
-def _run(fn):
+def _run(fn, *args):
     """(result, None) or (None, exception type), with asynchronous errors collected."""
     try:
-        out = fn()
+        out = fn(*args)
         if isinstance(out, torch.Tensor) and out.device.type == "neuron":
             torch.neuron.synchronize()
         return out, None
@@ -154,8 +154,8 @@ def test_random_op_sequences_match_cpu(dtype, shape, seed, steps):
     history = [f"{list(shape)}:{dtype}"]
     for name, k in steps:
         history.append(f"{name}({k})")
-        expected, cpu_error = _run(lambda: OPS[name](cpu, k))
-        actual, dev_error = _run(lambda: OPS[name](dev, k))
+        expected, cpu_error = _run(OPS[name], cpu, k)
+        actual, dev_error = _run(OPS[name], dev, k)
         assert cpu_error == dev_error, f"{' -> '.join(history)}: cpu raised {cpu_error}, neuron raised {dev_error}"
         if cpu_error is not None:
             return
