@@ -286,3 +286,29 @@ def test_input_returned_twice_and_optimization_barrier():
     np.testing.assert_array_equal(y, x)
     np.testing.assert_array_equal(z, x)
     assert [v.name for v in graph.inputs] == ["input0"] and [v.name for v in graph.outputs] == ["output0", "output1"]
+
+
+def test_float64_is_computed_in_float32_behind_a_float64_interface():
+    text = func("%a: tensor<4xf64>", "  %c = stablehlo.constant dense<0.5> : tensor<4xf64>\n"
+                "  %0 = stablehlo.multiply %a, %c : tensor<4xf64>\n  return %0 : tensor<4xf64>", "tensor<4xf64>")
+    x = np.array([1, 2, 3, 4], np.float64)
+    graph, (y,) = run(text, x)
+    assert graph.inputs[0].type.dtype == "float64" and graph.outputs[0].type.dtype == "float64"
+    inner = {v.type.dtype for n in graph.nodes if n.op != "convert" for v in n.outputs}
+    assert inner == {"float32"}
+    np.testing.assert_array_equal(y, x * 0.5)
+    kept = import_text(text, narrow_float64=False)
+    assert {v.type.dtype for n in kept.nodes for v in n.outputs} == {"float64"}
+
+
+def test_mlir_bytecode():
+    import io
+
+    from neuronxcc.frontend.mlir import parse
+
+    text = func("%a: tensor<4xf32>", "  %0 = stablehlo.sqrt %a : tensor<4xf32>\n  return %0 : tensor<4xf32>", "tensor<4xf32>")
+    buffer = io.BytesIO()
+    parse(text).operation.write_bytecode(buffer)
+    x = np.array([1, 4, 9, 16], np.float32)
+    _, (y,) = run(buffer.getvalue(), x)
+    np.testing.assert_array_equal(y, [1, 2, 3, 4])

@@ -58,18 +58,24 @@ def _handles(*names):
     return register
 
 
-def import_text(text: str, source: str | None = None, func_name: str | None = None) -> Graph:
-    """Import MLIR text (what ``print(module)`` gives, resource blobs included). ``source`` names
-    the text in locations and errors (``model.mlir:12:5``)."""
+def import_text(text: str | bytes, source: str | None = None, func_name: str | None = None, *,
+                narrow_float64: bool = True) -> Graph:
+    """Import MLIR text (what ``print(module)`` gives, resource blobs included) or MLIR bytecode.
+    ``source`` names the text in locations and errors (``model.mlir:12:5``)."""
     module = mlir.parse(text, source)
-    return _Importer(module, source=source, text=text).run(func_name)
+    return _Importer(module, source=source, text=text if isinstance(text, str) else None,
+                     narrow_float64=narrow_float64).run(func_name)
 
 
-def import_module(module, func_name: str | None = None, source: str | None = None) -> Graph:
-    """Import a torch_mlir ``ir.Module`` (or MLIR text) produced with ``output_type="stablehlo"``."""
+def import_module(module, func_name: str | None = None, source: str | None = None, *, narrow_float64: bool = True) -> Graph:
+    """Import a torch_mlir ``ir.Module`` (or MLIR text) produced with ``output_type="stablehlo"``.
+
+    ``narrow_float64``: values computed in float64 (torch's decompositions compute LayerNorm's
+    variance that way) become float32, as the Neuron compiler does: the engines have no 64-bit
+    floats. The graph's interface keeps the function's types (converts at the boundary)."""
     if isinstance(module, (str, bytes)):
-        return import_text(module.decode() if isinstance(module, bytes) else module, source, func_name)
-    return _Importer(module, source=source).run(func_name)
+        return import_text(module, source, func_name, narrow_float64=narrow_float64)
+    return _Importer(module, source=source, narrow_float64=narrow_float64).run(func_name)
 
 
 def from_fx(gm, example_inputs=None, **kwargs) -> Graph:
@@ -85,8 +91,9 @@ def _first_line(op, limit: int = 240) -> str:
 
 
 class _Importer:
-    def __init__(self, module, source: str | None = None, text: str | None = None):
+    def __init__(self, module, source: str | None = None, text: str | None = None, narrow_float64: bool = True):
         self.ir, _ = mlir.bindings()
+        self.narrowing = {"float64": "float32"} if narrow_float64 else {}
         self.module = module
         self.source = source
         self._text = text
@@ -132,7 +139,12 @@ class _Importer:
                 raise UnsupportedOp("func.func", f"argument {i} of @{func_name} has type {a.type} (static-shape tensors of "
                                     f"{sorted(mlir._MLIR_TYPES)} only)", location=mlir.describe_location(func.location, self.source))
             args.append(self.graph.add_input(f"input{i}", t.shape, t.dtype))
+        self.op = func
+        args = [self.convert(a, self.narrow(a.type).dtype) for a in args]
         outputs = self.import_body(func, args)
+        ret = list(func.regions[0].blocks[0].operations)[-1].operation
+        self.op = ret
+        outputs = [self.convert(v, mlir.tensor_type(r.type).dtype) for v, r in zip(outputs, ret.operands)]
         self.graph.set_outputs(outputs, [f"output{i}" for i in range(len(outputs))])
         _drop_dead_nodes(self.graph)
         return self.graph
@@ -170,7 +182,11 @@ class _Importer:
         return [self.get(v) for v in op.operands]
 
     def rtype(self, op, i: int = 0) -> TensorType:
-        return mlir.tensor_type(op.results[i].type)
+        """Result ``i``'s type as the graph computes it (64-bit floats narrowed)."""
+        return self.narrow(mlir.tensor_type(op.results[i].type))
+
+    def narrow(self, t: TensorType) -> TensorType:
+        return TensorType(t.shape, self.narrowing.get(t.dtype, t.dtype))
 
     def loc(self) -> str | None:
         return mlir.node_location(self.op.location, self.source) if self.op is not None else None
@@ -413,8 +429,9 @@ def _barrier(self, op):
 
 @_handles("stablehlo.constant", "arith.constant")
 def _constant(self, op):
-    t = self.rtype(op)
-    return [self.constant(mlir.constant_value(op.attributes["value"], t, self.blobs), t.dtype)]
+    declared, t = mlir.tensor_type(op.results[0].type), self.rtype(op)
+    value = mlir.constant_value(op.attributes["value"], declared, self.blobs)
+    return [self.constant(value if declared == t else dtypes.convert(value, t.dtype), t.dtype)]
 
 
 @_handles("tensor.empty")
