@@ -208,3 +208,31 @@ def test_exit_with_queued_work_does_not_abort():
         """
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "queued"
+
+
+def test_fork_before_any_device_use_is_fine():
+    # Importing torch registers the device, but like CUDA before its first call, a child forked
+    # from a parent that never used it gets a runtime of its own.
+    proc = run_python(
+        """
+        import multiprocessing as mp
+        import torch
+
+        assert torch.neuron.device_count() >= 1  # queries do not count as use
+
+        def child(q):
+            try:
+                q.put(str(torch.arange(4.0, device="neuron").sum().item()))
+            except Exception as err:
+                q.put(type(err).__name__ + ": " + str(err))
+
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=child, args=(q,))
+        p.start()
+        print(q.get(timeout=60))
+        p.join(60)
+        print(torch.ones(2, device="neuron").sum().item())  # the parent still works
+        """
+    )
+    assert proc.stdout.split() == ["6.0", "2.0"]

@@ -30,9 +30,21 @@ class Bridge:
         self._events: dict[int, SimEvent] = {}
         self._stream_ids = itertools.count(1)
         self._event_ids = itertools.count(1)
+        self.used = False  # set by the first allocation or queue use (what makes a fork "bad")
+
+    def adopt_fresh_runtime(self) -> None:
+        """In a forked child of a process that never used the device: forget the parent's
+        (unused) runtime and start this process's own, as CUDA allows before its first call."""
+        from neuron_sim.runtime import get_runtime, reset_runtime
+
+        reset_runtime()  # in a child this only forgets the inherited runtime
+        self.runtime = get_runtime()
+        self._queues.clear()
+        self._events.clear()
 
     # --- memory ----------------------------------------------------------------------------
     def malloc(self, device: int, nbytes: int) -> int:
+        self.used = True
         dev = self.runtime.device(device)
         try:
             block = dev.allocate(nbytes, tag="torch")
@@ -75,6 +87,7 @@ class Bridge:
 
     # --- streams ---------------------------------------------------------------------------
     def queue(self, device: int, stream_id: int):
+        self.used = True
         key = (device, stream_id)
         queue = self._queues.get(key)
         if queue is None:

@@ -44,8 +44,16 @@ _bad_fork = False
 
 
 def _after_fork_in_child() -> None:
+    # Only a parent that used the device makes a bad fork. Importing torch registers the device
+    # (autoload) and creates the runtime, so without this a child forked from a process that had
+    # merely imported torch could never use neuron, even with nothing of the parent's to inherit.
     global _bad_fork
-    _bad_fork = _state._initialized
+    bridge = _state._bridge
+    if bridge is not None and not bridge.used:
+        bridge.adopt_fresh_runtime()
+        _bad_fork = False
+    else:
+        _bad_fork = _state._initialized
 
 
 if hasattr(os, "register_at_fork"):
