@@ -1,0 +1,132 @@
+"""State shared by the lowerings of one graph: tensors, where each value lives, and the emitter.
+
+A value is *resolved* to a ``View`` (``views.py``) when a lowering needs it from outside its own
+group: graph inputs are their HBM tensors; a group's stored results are the tensors it stored
+them in; view ops apply to the view of their operand (a reshape that strides cannot express
+first copies its operand into a contiguous scratch tensor); constants and iotas become scalar,
+iota or HBM views (``constants.py``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from neuron_sim import Architecture, ProgramBuilder
+
+from .constants import constant_view
+from .emitter import Emitter
+from .errors import CompileError, node_error
+from .fusion import VIEW_OPS, Group
+from .views import View
+
+
+class LoweringContext:
+    def __init__(self, graph, arch: Architecture, builder: ProgramBuilder, nodes: list):
+        self.graph = graph
+        self.arch = arch
+        self.builder = builder
+        self.em = Emitter(builder, arch)
+        self.nodes = nodes
+        self.producer = {v.id: n for n in nodes for v in n.outputs}
+        self.consumers: dict[int, list] = defaultdict(list)
+        for n in nodes:
+            for v in n.inputs:
+                self.consumers[v.id].append(n)
+        self.output_names = {v.id: v.name for v in graph.outputs}
+        self.views: dict[int, View] = {}
+        self.constants: dict[str, dict] = {}  # program metadata: data of constant input tensors
+        self.group_log: list[dict] = []
+        self.names: set[str] = set()
+        for v in graph.inputs:
+            self._declare(v.name, v.type.shape, v.type.dtype, "input")
+            self.views[v.id] = View.hbm(v.name, v.type.shape, v.type.dtype)
+        input_names = {v.name for v in graph.inputs}
+        for v in graph.outputs:
+            if v.name not in input_names:  # an input returned under its own name is already in place
+                self._declare(v.name, v.type.shape, v.type.dtype, "output")
+
+    # --- tensors -------------------------------------------------------------------------------
+    def _declare(self, name: str, shape, dtype: str, kind: str) -> None:
+        if name in self.names:
+            raise CompileError("compile.duplicate_tensor", f"two graph tensors are named {name!r}")
+        self.names.add(name)
+        self.builder.tensor(name, tuple(shape), dtype, kind)
+
+    def fresh_name(self, hint: str) -> str:
+        name, k = hint, 0
+        while name in self.names:
+            k += 1
+            name = f"{hint}_{k}"
+        return name
+
+    def internal(self, shape, dtype: str, hint: str) -> View:
+        """A new scratch HBM tensor (``internal``: the runtime allocates it per launch)."""
+        name = self.fresh_name(hint)
+        self._declare(name, shape, dtype, "internal")
+        return View.hbm(name, shape, dtype)
+
+    def constant_input(self, array, hint: str) -> View:
+        """A constant the program reads from an input tensor; its bytes go in the program metadata."""
+        import base64
+
+        from neuron_sim import dtypes
+
+        name = self.fresh_name(hint)
+        dtype = dtypes.dtype_name(array.dtype)
+        self._declare(name, array.shape, dtype, "input")
+        self.constants[name] = {"dtype": dtype, "shape": list(array.shape),
+                                "data": base64.b64encode(array.tobytes()).decode("ascii")}
+        return View.hbm(name, array.shape, dtype)
+
+    # --- values --------------------------------------------------------------------------------
+    def stored_values(self, group: Group) -> list:
+        """Values of ``group`` that must reach HBM: graph outputs and anything read outside it."""
+        members = {id(n) for n in group.nodes}
+        out = []
+        for n in group.nodes:
+            for v in n.outputs:
+                if v.id in self.output_names or any(id(c) not in members for c in self.consumers[v.id]):
+                    out.append(v)
+        return out
+
+    def destination(self, v) -> View:
+        """Where value ``v`` is stored: its graph output tensor, or a new scratch tensor."""
+        if v.id in self.output_names:
+            return View.hbm(self.output_names[v.id], v.type.shape, v.type.dtype)
+        return self.internal(v.type.shape, v.type.dtype, f"_t{v.id}")
+
+    def resolve(self, v) -> View:
+        view = self.views.get(v.id)
+        if view is not None:
+            return view
+        node = self.producer.get(v.id)
+        if node is None:
+            raise CompileError("compile.internal", f"value %{v.id} has no producer and is not a graph input")
+        if node.op in VIEW_OPS:
+            view = self._apply_view_op(node, self.resolve(node.inputs[0]))
+        elif node.op == "constant":
+            view = constant_view(self, node)
+        elif node.op == "iota":
+            shape = tuple(node.attrs["shape"])
+            view = View.iota(shape, node.attrs["dim"] % max(1, len(shape)), node.outputs[0].type.dtype)
+        else:
+            raise node_error(node, "compile.internal", f"value %{v.id} of {node.op} is used before it was computed")
+        self.views[v.id] = view
+        return view
+
+    def _apply_view_op(self, node, src: View) -> View:
+        a = node.attrs
+        if node.op == "broadcast_in_dim":
+            return src.broadcast(tuple(a["shape"]), tuple(a["dims"]))
+        if node.op == "transpose":
+            return src.transpose(tuple(a["perm"]))
+        if node.op == "slice":
+            return src.slice(list(a["start"]), list(a["limit"]), list(a.get("stride") or [1] * len(a["start"])))
+        view = src.reshape(tuple(a["shape"]))
+        if view is None:  # no strides express it: copy the operand into contiguous order first
+            from .lower.movement import materialize
+
+            dense = self.internal(src.shape, src.dtype, f"_r{node.outputs[0].id}")
+            materialize(self, src, dense)
+            view = dense.reshape(tuple(a["shape"]))
+        return view

@@ -1,0 +1,100 @@
+"""The emitter: a ProgramBuilder plus what every lowering shares.
+
+* the source location of the graph node being lowered (instructions carry it, so profiles and
+  runtime errors point at the model line rather than at the compiler);
+* engine balancing: instructions several engines can run (copies, add/multiply tensor_scalar,
+  memsets) go to whichever of VectorE/ScalarE has the least work queued so far, using neuron-sim's
+  own cost formulas;
+* DMA queues (``dma.DmaQueues``): loads on Sync, stores on GpSimd.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from neuron_sim import AccessPattern, Architecture, ProgramBuilder, dtypes
+from neuron_sim.isa import DmaCopy, Instruction, Matmul, Transpose
+from neuron_sim.isa.dma import DmaInstruction
+from neuron_sim.timing.costs import compute_cost
+
+from .dma import DmaQueues
+from .errors import CompileError
+
+
+def onchip_dtype(dtype: str) -> str:
+    """The dtype a value has on chip: engines have no 64-bit types, int64 is computed as int32."""
+    if dtype == "int64":
+        return "int32"
+    if dtype == "float64":
+        raise CompileError("dtype.unsupported", "float64 has no NeuronCore engine type; convert to float32 first")
+    return dtype
+
+
+@dataclass
+class Operand:
+    """A value inside one tile of a loop.
+
+    ``ap`` reads it as ``[partitions, *counts]`` (stride 0 along dims it does not vary in);
+    ``col`` is set when it is constant along every free dim (a ``[P, 1]`` per-partition scalar, usable
+    as a tensor_scalar operand); ``imm`` when it is one number (an immediate).
+    """
+
+    dtype: str
+    ap: AccessPattern | None = None
+    col: AccessPattern | None = None
+    imm: float | int | bool | None = None
+
+    @property
+    def is_imm(self) -> bool:
+        return self.ap is None
+
+    @property
+    def is_col(self) -> bool:
+        return self.col is not None
+
+    @property
+    def scalar(self):
+        """The tensor_scalar operand form: the immediate or the [P, 1] column."""
+        return self.imm if self.is_imm else self.col
+
+
+class Emitter:
+    def __init__(self, builder: ProgramBuilder, arch: Architecture):
+        self.builder = builder
+        self.arch = arch
+        self.queues = DmaQueues()
+        self.busy_ns = {"vector": 0.0, "scalar": 0.0, "gpsimd": 0.0}
+        self.location: str | None = None
+        self.counts: dict[str, int] = {}
+
+    def emit(self, inst: Instruction) -> Instruction:
+        if inst.location is None and self.location is not None:
+            inst.location = self.location
+        self.builder.emit(inst)
+        self.counts[inst.opcode] = self.counts.get(inst.opcode, 0) + 1
+        if inst.engine in self.busy_ns and not isinstance(inst, (DmaInstruction, Matmul, Transpose)):
+            self.busy_ns[inst.engine] += compute_cost(inst, self.arch).issue_ns
+        return inst
+
+    def pick(self, *engines: str) -> str:
+        """The engine among ``engines`` with the least queued work (the first on ties)."""
+        return min(engines, key=lambda e: self.busy_ns.get(e, 0.0))
+
+    # --- DMA ---------------------------------------------------------------------------------
+    def load(self, dst: AccessPattern, src: AccessPattern) -> None:
+        engine, queue = self.queues.load()
+        self.emit(DmaCopy(dst=dst, src=src, engine=engine, queue=queue))
+
+    def store(self, dst: AccessPattern, src: AccessPattern) -> None:
+        engine, queue = self.queues.store()
+        self.emit(DmaCopy(dst=dst, src=src, engine=engine, queue=queue))
+
+    def copy_onchip(self, dst: AccessPattern, src: AccessPattern) -> None:
+        """An SBUF -> SBUF DMA (exact integer-to-integer casts, which engines do through fp32)."""
+        engine, queue = self.queues.load()
+        self.emit(DmaCopy(dst=dst, src=src, engine=engine, queue=queue))
+
+
+def is_exact_in_fp32(dtype: str) -> bool:
+    """Whether every value of ``dtype`` survives the engines' fp32 datapath unchanged."""
+    return dtypes.is_float(dtype) or dtype in ("bool", "int8", "uint8", "int16", "uint16")

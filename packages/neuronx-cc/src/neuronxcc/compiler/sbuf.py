@@ -1,0 +1,98 @@
+"""On-chip buffers for lowered loops: rotating tile rings and access patterns into them.
+
+Allocation itself is neuron_sim's ``ProgramBuilder`` (first-fit ``OnChipAllocator`` per memory);
+this module adds what a tile loop needs: a ring of ``count`` buffers per role used round-robin, so
+the load of tile i+1 fills one buffer while tile i is computed in another (the timing model sees
+only WAR dependencies on the buffer being refilled), and a scope that frees everything a lowering
+allocated when it is done.
+"""
+
+from __future__ import annotations
+
+from neuron_sim import AccessPattern, ProgramBuilder, Tile
+from neuron_sim.memory.access_pattern import PSUM, SBUF
+
+from .views import contiguous_strides
+
+PARTITIONS = 128
+
+
+class Scope:
+    """Allocations made through a scope are released together (``with Scope(builder) as s``)."""
+
+    def __init__(self, builder: ProgramBuilder):
+        self.builder = builder
+        self.tiles: list[Tile] = []
+
+    def __enter__(self) -> Scope:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def sbuf(self, free: int, dtype: str, partitions: int = PARTITIONS) -> Tile:
+        tile = self.builder.sbuf((partitions, max(1, free)), dtype)
+        self.tiles.append(tile)
+        return tile
+
+    def psum(self, free: int, dtype: str = "float32", partitions: int = PARTITIONS) -> Tile:
+        tile = self.builder.psum((partitions, max(1, free)), dtype)
+        self.tiles.append(tile)
+        return tile
+
+    def ring(self, free: int, dtype: str, count: int = 2, memory: str = SBUF) -> TileRing:
+        make = self.sbuf if memory == SBUF else self.psum
+        return TileRing([make(free, dtype) for _ in range(count)])
+
+    def release(self) -> None:
+        # Newest first keeps the first-fit allocator's free list compact.
+        for tile in reversed(self.tiles):
+            self.builder.release(tile)
+        self.tiles.clear()
+
+
+class TileRing:
+    """Buffers of one role used round-robin by consecutive tiles of a loop."""
+
+    def __init__(self, tiles: list[Tile]):
+        self.tiles = tiles
+        self.cursor = 0
+
+    def next(self) -> Tile:
+        tile = self.tiles[self.cursor % len(self.tiles)]
+        self.cursor += 1
+        return tile
+
+    def at(self, slot: int) -> Tile:
+        return self.tiles[slot % len(self.tiles)]
+
+
+def tile_ap(tile: Tile, partitions: int, counts, strides=None, dtype: str | None = None, offset: int = 0,
+            partition_start: int = 0) -> AccessPattern:
+    """``partitions`` x ``counts`` of ``tile``: row-major dense unless ``strides`` (elements) are given.
+
+    ``offset`` is in elements of ``dtype`` (the tile's dtype by default).
+    """
+    from neuron_sim import dtypes
+
+    dtype = dtype or tile.dtype
+    counts = tuple(counts) or (1,)
+    strides = tuple(strides) if strides is not None else contiguous_strides(counts)
+    free = tuple(zip(strides, counts))
+    return AccessPattern(tile.memory, dtype, tile.partition_start + partition_start, partitions, free,
+                         tile.offset + offset * dtypes.itemsize(dtype))
+
+
+def column(tile: Tile, partitions: int, index: int = 0) -> AccessPattern:
+    """The ``[partitions, 1]`` column ``index`` of ``tile`` (a per-partition scalar operand)."""
+    return tile_ap(tile, partitions, (1,), (1,), offset=index)
+
+
+def broadcast(col: AccessPattern, counts) -> AccessPattern:
+    """A ``[P, 1]`` pattern read as ``[P, *counts]`` (stride 0: every element sees the column)."""
+    counts = tuple(counts) or (1,)
+    return AccessPattern(col.memory, col.dtype, col.partition_start, col.partition_count,
+                         tuple((0, c) for c in counts), col.offset)
+
+
+__all__ = ["Scope", "TileRing", "tile_ap", "column", "broadcast", "SBUF", "PSUM", "PARTITIONS"]
