@@ -88,3 +88,27 @@ def test_random_ops_use_the_device_generator():
     assert_equal(a, b.cpu())
     torch.manual_seed(123)
     assert_equal(a, torch.randn(5))  # same engine and seed as CPU
+
+
+def test_cpu_index_tensors_are_accepted_and_snapshotted():
+    x = torch.arange(10.0, device="neuron")
+    idx = torch.tensor([1, 3])
+    x[x > 4]  # a boolean mask runs synchronously; it must not make integer indexing synchronous
+    gate = threading.Event()
+    _state.current_queue(0).submit(lambda: gate.wait(5), name="gate")
+    picked = x[idx]  # a CPU index into a neuron tensor, as with CUDA
+    assert not torch.neuron.current_stream().query()  # queued behind the gate, not run at once
+    idx.fill_(0)  # changed before the stream reaches the op: the op saw the old values
+    gate.set()
+    assert_equal(picked, torch.tensor([1.0, 3.0]))
+    x[torch.tensor([0, 9])] = -1.0
+    assert x.cpu().tolist()[0] == -1.0 and x.cpu().tolist()[9] == -1.0
+
+
+def test_ops_whose_cpu_outputs_differ_from_meta_run_synchronously():
+    w = torch.randn(10, 3)
+    idx, offsets = torch.tensor([1, 2, 4, 5]), torch.tensor([0, 2])
+    for mode in ("sum", "mean", "max"):
+        expected = torch.nn.functional.embedding_bag(idx, w, offsets, mode=mode)
+        actual = torch.nn.functional.embedding_bag(idx.to("neuron"), w.to("neuron"), offsets.to("neuron"), mode=mode)
+        assert_equal(actual, expected)

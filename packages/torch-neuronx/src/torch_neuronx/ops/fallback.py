@@ -21,7 +21,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from .. import _state
 from . import costs, tracking
-from .host import host_view, is_neuron
+from .host import host_view, is_neuron, worker_task
 
 _RNG_LOCK = threading.Lock()
 _NOT_META: set = set()  # ops whose meta kernel is missing or data-dependent: run synchronously
@@ -30,11 +30,18 @@ _SYNC_OPS = {
     "aten::_local_scalar_dense", "aten::nonzero", "aten::nonzero_static", "aten::masked_select", "aten::unique",
     "aten::_unique", "aten::_unique2", "aten::unique_dim", "aten::unique_consecutive", "aten::equal", "aten::is_nonzero",
     "aten::item", "aten::repeat_interleave", "aten::bincount", "aten::histc", "aten::allclose", "aten::is_set_to",
+    # The CPU kernel's auxiliary outputs (offset2bag, bag_size...) are not the shapes the meta
+    # kernel predicts, so they cannot be preallocated: run at once and take the kernel's shapes.
+    "aten::_embedding_bag", "aten::_embedding_bag_forward_only",
 }
 _CPU = torch.device("cpu")
 
 
-def _device_of(flat) -> torch.device | None:
+# Ops that take CPU index tensors with device operands, as CUDA's do (x_neuron[cpu_index]).
+_CPU_INDICES_OK = {"aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_"}
+
+
+def _device_of(flat, cpu_tensors_ok: bool = False) -> torch.device | None:
     device = None
     for x in flat:
         if is_neuron(x):
@@ -45,7 +52,7 @@ def _device_of(flat) -> torch.device | None:
                     f"Expected all tensors to be on the same device, but found at least two devices, {device} and {x.device}!"
                 )
     for x in flat:
-        if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() > 0 and device is not None:
+        if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() > 0 and device is not None and not cpu_tensors_ok:
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, {device} and cpu!"
             )
@@ -168,10 +175,10 @@ def cpu_fallback(op, *args, **kwargs):
     """The boxed fallback kernel for every ATen op without a neuron kernel."""
     args, kwargs = _rewrap_numbers(op, args, kwargs)
     flat, spec = tree_flatten((args, kwargs))
-    device = _device_of(flat)
+    name = _op_name(op)
+    device = _device_of(flat, cpu_tensors_ok=name in _CPU_INDICES_OK)
     if device is None:  # no neuron operand at all: nothing to do on the device
         return op(*args, **kwargs)
-    name = _op_name(op)
     tracking.record(name, fallback=True)
     returns = op._schema.returns
     if any(r.alias_info is not None and not r.alias_info.is_write for r in returns):
@@ -188,7 +195,11 @@ def cpu_fallback(op, *args, **kwargs):
     except (NotImplementedError, RuntimeError) as err:
         if _is_shape_error(err):
             raise  # the op's own argument checks: report them now, like any device would
-        _NOT_META.add(op)
+        # A meta kernel that cannot run for *these* arguments (index with a boolean mask calls
+        # nonzero) says nothing about other calls: remembering it made every later x[int_index]
+        # synchronous after one x[mask].
+        if "data-independent" not in str(err) and "data-dependent" not in str(err):
+            _NOT_META.add(op)
         return _run_now(op, flat, spec, device)
     if _has_non_tensor(meta_out):
         _NOT_META.add(op)
@@ -257,7 +268,9 @@ def _run_async(op, flat, spec, device, meta_out):
     # Inputs written in place (including through list arguments, _foreach_*_) are written by the
     # CPU kernel itself through their host views.
     rng = _rng_for(op, flat, device)
-    cpu_flat = [_to_cpu_value(x) for x in flat]
+    # CPU operands (index tensors, 0-dim scalars) are snapshotted: the caller may change them
+    # before the stream reaches the op, as with a host-to-device copy.
+    cpu_flat = [x.clone() if isinstance(x, torch.Tensor) and x.device.type == "cpu" else _to_cpu_value(x) for x in flat]
     out_views = [(host_view(out), i) for out, i in fresh]
     nbytes_in = _nbytes([x for x in flat if is_neuron(x)])
     nbytes_out = sum(out.numel() * out.element_size() for out, _ in fresh)
@@ -266,10 +279,16 @@ def _run_async(op, flat, spec, device, meta_out):
     def run():
         leaves, _ = tree_flatten(_execute(op, cpu_flat, spec, rng))
         for view, i in out_views:
+            if leaves[i].shape != view.shape:  # say what went wrong, and run it synchronously from now on
+                _NOT_META.add(op)
+                raise RuntimeError(
+                    f"{_op_name(op)}: the CPU kernel returned output {i} with shape {list(leaves[i].shape)} where its "
+                    f"meta kernel promised {list(view.shape)}; later calls run synchronously"
+                )
             view.copy_(leaves[i])
 
     queue = _state.current_queue(device.index)
-    queue.submit(run, device_time_ns=costs.fallback_ns(nbytes_in, nbytes_out), name=_op_name(op), kind="cpu_fallback",
+    queue.submit(worker_task(run), device_time_ns=costs.fallback_ns(nbytes_in, nbytes_out), name=_op_name(op), kind="cpu_fallback",
                  context=f"{context} on {device} (CPU fallback)")
     return tree_unflatten(results, out_spec)
 

@@ -36,3 +36,16 @@ def host_storage_bytes(t: torch.Tensor) -> torch.Tensor:
     if storage.nbytes() == 0 or storage.data_ptr() == 0:
         return torch.empty(0, dtype=torch.uint8)
     return _state.bridge().host_bytes(storage.data_ptr(), storage.nbytes())
+
+
+def worker_task(fn):
+    """``fn`` as a queue task. It runs on the queue's worker thread, outside whatever mode the op
+    was issued in: host views made under ``torch.inference_mode()`` are inference tensors, and
+    writing them there raised "Inplace update to inference tensor outside InferenceMode". Inference
+    mode allows writes to both kinds of tensor (and the CPU kernels must not record autograd)."""
+
+    def task():
+        with torch.inference_mode():
+            fn()
+
+    return task

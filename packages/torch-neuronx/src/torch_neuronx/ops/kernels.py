@@ -7,7 +7,7 @@ import torch
 
 from .. import _state
 from . import costs, fallback, tracking
-from .host import host_view, is_neuron
+from .host import host_view, is_neuron, worker_task
 
 _CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 
@@ -30,14 +30,14 @@ def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False)
         # keep it unchanged until the stream reaches the copy, as with CUDA).
         src = self if non_blocking and self.is_pinned() else self.clone()
         target = host_view(dst)
-        _queue_of(dst).submit(lambda: target.copy_(src), device_time_ns=costs.host_copy_ns(nbytes),
+        _queue_of(dst).submit(worker_task(lambda: target.copy_(src)), device_time_ns=costs.host_copy_ns(nbytes),
                               name="copy_h2d", kind="copy", context=f"copy {list(self.shape)} host -> {dst.device}")
         return dst
     if is_neuron(self) and not is_neuron(dst):  # device -> host
         source = host_view(self)
         queue = _queue_of(self)
         if non_blocking:
-            queue.submit(lambda: dst.copy_(source), device_time_ns=costs.host_copy_ns(nbytes), name="copy_d2h",
+            queue.submit(worker_task(lambda: dst.copy_(source)), device_time_ns=costs.host_copy_ns(nbytes), name="copy_d2h",
                          kind="copy", context=f"copy {list(self.shape)} {self.device} -> host")
         else:
             queue.submit(lambda: None, device_time_ns=costs.host_copy_ns(nbytes), name="copy_d2h", kind="copy",
@@ -51,7 +51,7 @@ def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False)
     if self.device != dst.device:  # another core's memory: wait for its producer, then copy
         _queue_of(self).synchronize()
         source = source.clone()
-    _queue_of(dst).submit(lambda: target.copy_(source), device_time_ns=costs.device_copy_ns(nbytes, _dma_bytes_per_ns()),
+    _queue_of(dst).submit(worker_task(lambda: target.copy_(source)), device_time_ns=costs.device_copy_ns(nbytes, _dma_bytes_per_ns()),
                           name="copy_d2d", kind="copy", context=f"copy {list(self.shape)} {self.device} -> {dst.device}")
     return dst
 
@@ -146,7 +146,38 @@ def cpu_kernel(op):
     return kernel
 
 
+# nn.LSTM / nn.GRU on any non-CPU device call the fused cell kernels CUDA provides; CPU has none,
+# so on neuron they failed ("Could not run 'aten::_thnn_fused_lstm_cell' ... 'CPU' backend").
+# These compose them from ordinary ops (registered for Autograd too, so backward follows the
+# composition). The gate sums are ordered as the fused kernels do, not as CPU's unfused cell, so
+# RNN results match CPU to rounding, not bit for bit.
+def fused_lstm_cell(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None):
+    gates = input_gates + hidden_gates
+    if input_bias is not None:
+        gates = gates + input_bias + hidden_bias
+    i, f, g, o = gates.chunk(4, 1)
+    cy = f.sigmoid() * cx + i.sigmoid() * g.tanh()
+    hy = o.sigmoid() * cy.tanh()
+    return hy, cy, gates
+
+
+def fused_gru_cell(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
+    if input_bias is not None:
+        input_gates = input_gates + input_bias
+        hidden_gates = hidden_gates + hidden_bias
+    ir, iz, in_ = input_gates.chunk(3, 1)
+    hr, hz, hn = hidden_gates.chunk(3, 1)
+    r = (ir + hr).sigmoid()
+    z = (iz + hz).sigmoid()
+    n = (in_ + r * hn).tanh()
+    hy = n + z * (hx - n)
+    return hy, torch.cat([r, z, n, hx, hn], dim=1)
+
+
 def register(lib: torch.library.Library) -> None:
+    for key in ("PrivateUse1", "AutogradPrivateUse1"):
+        lib.impl("_thnn_fused_lstm_cell", fused_lstm_cell, key)
+        lib.impl("_thnn_fused_gru_cell", fused_gru_cell, key)
     for name, fn in [
         ("_copy_from", copy_from),
         ("_copy_from_and_resize", copy_from_and_resize),
