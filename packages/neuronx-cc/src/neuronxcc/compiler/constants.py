@@ -30,8 +30,13 @@ def constant_value(node) -> np.ndarray:
 
 
 def constant_view(ctx, node) -> View:
-    t = node.outputs[0].type
-    array = constant_value(node)
+    return array_view(ctx, constant_value(node), node.outputs[0])
+
+
+def array_view(ctx, array: np.ndarray, value) -> View:
+    """The view of graph value ``value`` whose elements are ``array`` (known at compile time)."""
+    t = value.type
+    array = np.asarray(array).reshape(t.shape)
     if array.size == 0:
         return View.scalar(0, t.shape, t.dtype)
     flat = array.reshape(-1)
@@ -43,8 +48,8 @@ def constant_view(ctx, node) -> View:
         offset, coefs = affine
         return View("iota", t.dtype, t.shape, coefs, offset)
     if array.size <= SMALL_CONSTANT:
-        return _generated(ctx, array, node)
-    return ctx.constant_input(np.ascontiguousarray(array), f"_const{node.outputs[0].id}")
+        return _generated(ctx, array, value)
+    return ctx.constant_input(np.ascontiguousarray(array), f"_const{value.id}")
 
 
 def scalar(value):
@@ -84,7 +89,7 @@ def _affine(array: np.ndarray):
     return offset, tuple(coefs)
 
 
-def _generated(ctx, array: np.ndarray, node) -> View:
+def _generated(ctx, array: np.ndarray, value) -> View:
     """A small constant written by Memsets into one SBUF row, then DMA'd to a scratch tensor."""
     from .emitter import onchip_dtype
     from .sbuf import tile_ap
@@ -92,16 +97,16 @@ def _generated(ctx, array: np.ndarray, node) -> View:
     dtype = dtypes.dtype_name(array.dtype)
     chip = onchip_dtype(dtype)
     flat = array.reshape(-1)
-    dest = ctx.internal(array.shape, dtype, f"_const{node.outputs[0].id}")
+    dest = ctx.internal(array.shape, dtype, f"_const{value.id}")
     tile = ctx.builder.sbuf((1, flat.size), chip)
     start = 0
     while start < flat.size:  # one Memset per run of equal values
         end = start + 1
         while end < flat.size and _same(flat[end], flat[start]):
             end += 1
-        value = scalar(flat[start])
-        value = (1.0 if value else 0.0) if isinstance(value, bool) else value
-        ctx.em.emit(Memset(dst=tile_ap(tile, 1, (end - start,), offset=start), value=value,
+        number = scalar(flat[start])
+        number = (1.0 if number else 0.0) if isinstance(number, bool) else number
+        ctx.em.emit(Memset(dst=tile_ap(tile, 1, (end - start,), offset=start), value=number,
                            engine=ctx.em.pick("vector", "gpsimd")))
         start = end
     from .dma import hbm_pattern

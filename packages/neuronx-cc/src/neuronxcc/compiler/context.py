@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from neuron_sim import Architecture, ProgramBuilder
 
-from .constants import constant_view
+from .constants import array_view
 from .emitter import Emitter
 from .errors import CompileError, node_error
 from .fusion import VIEW_OPS, Group
@@ -21,8 +21,9 @@ from .views import View
 
 
 class LoweringContext:
-    def __init__(self, graph, arch: Architecture, builder: ProgramBuilder, nodes: list):
+    def __init__(self, graph, arch: Architecture, builder: ProgramBuilder, nodes: list, folded: dict | None = None):
         self.graph = graph
+        self.folded = folded or {}  # value id -> compile-time value (constants and what folds from them)
         self.arch = arch
         self.builder = builder
         self.em = Emitter(builder, arch)
@@ -102,10 +103,10 @@ class LoweringContext:
         node = self.producer.get(v.id)
         if node is None:
             raise CompileError("compile.internal", f"value %{v.id} has no producer and is not a graph input")
-        if node.op in VIEW_OPS:
+        if v.id in self.folded:
+            view = array_view(self, self.folded[v.id], v)
+        elif node.op in VIEW_OPS:
             view = self._apply_view_op(node, self.resolve(node.inputs[0]))
-        elif node.op == "constant":
-            view = constant_view(self, node)
         elif node.op == "iota":
             shape = tuple(node.attrs["shape"])
             view = View.iota(shape, node.attrs["dim"] % max(1, len(shape)), node.outputs[0].type.dtype)

@@ -13,6 +13,7 @@ from neuron_sim.timing import estimate
 from .checks import check_graph
 from .context import LoweringContext
 from .errors import CompileError
+from .fold import fold_constants
 from .fusion import live_nodes, partition
 from .lower import LOWERINGS, load_all
 from .lower.movement import materialize
@@ -41,9 +42,10 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
     check_graph(graph)
     load_all()
     nodes = live_nodes(graph)
-    groups = partition(nodes)
+    folded = fold_constants(nodes)
+    groups = partition(nodes, folded)
     builder = ProgramBuilder(name or graph.name, arch)
-    ctx = LoweringContext(graph, arch, builder, nodes)
+    ctx = LoweringContext(graph, arch, builder, nodes, folded)
     for group in groups:
         first = group.nodes[0]
         ctx.em.location = first.location

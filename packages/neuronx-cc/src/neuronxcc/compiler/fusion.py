@@ -65,8 +65,8 @@ def reduce_dims_of(node) -> tuple:
     return tuple(sorted({d % rank for d in node.attrs["dims"]})) if rank else ()
 
 
-def partition(nodes: list) -> list[Group]:
-    """Groups in a valid execution order."""
+def partition(nodes: list, folded=()) -> list[Group]:
+    """Groups in a valid execution order. ``folded``: ids of values known at compile time (leaves)."""
     producer = {v.id: n for n in nodes for v in n.outputs}
     position = {id(n): i for i, n in enumerate(nodes)}
     group_of: dict[int, Group] = {}  # id(node) -> group
@@ -76,7 +76,7 @@ def partition(nodes: list) -> list[Group]:
     def sources(v, through_view=False):
         """(compute node, reached through a view op) pairs a value comes from."""
         node = producer.get(v.id)
-        if node is None or node.op in LEAF_OPS:
+        if node is None or node.op in LEAF_OPS or v.id in folded:
             return []
         if node.op in VIEW_OPS:
             return [s for i in node.inputs for s in sources(i, True)]
@@ -89,7 +89,7 @@ def partition(nodes: list) -> list[Group]:
         return g
 
     for node in nodes:
-        if node.op in VIEW_OPS or node.op in LEAF_OPS:
+        if node.op in VIEW_OPS or node.op in LEAF_OPS or node.outputs[0].id in folded:
             continue
         srcs = [s for v in node.inputs for s in sources(v)]
         src_groups = {group_of[id(n)].id for n, _ in srcs}

@@ -1,0 +1,42 @@
+"""cumsum along any dim: log-step VectorE scans with a carry between tiles, fp32 accumulation."""
+
+import numpy as np
+import pytest
+from cc_helpers import Graph, check, random_inputs
+
+CASES = [((1000,), 0), ((40, 3000), 1), ((40, 3000), 0), ((4, 130, 9), 1), ((2, 3, 5, 7), 2), ((7,), 0), ((1, 5), 0),
+         ((30000,), 0), ((3, 9000), 1)]
+
+
+def _tolerance(x, dim):
+    # fp32 rounding of partial sums taken in a different order: a few ulps of the running |sum|.
+    return float(4e-7 * np.cumsum(np.abs(x.astype(np.float64)), axis=dim).max() + 1e-6)
+
+
+@pytest.mark.parametrize("shape,dim", CASES, ids=str)
+def test_cumsum(shape, dim):
+    g = Graph("cumsum")
+    x = g.add_input("x", shape, "float32")
+    g.set_outputs([g.add1("cumsum", x, dim=dim)], ["out"])
+    inputs = random_inputs(g, 0)
+    check(g, inputs, atol=_tolerance(inputs["x"], dim))
+
+
+@pytest.mark.parametrize("dtype,out", [("bfloat16", None), ("float16", "float32"), ("int32", None), ("bool", "int32"),
+                                       ("int64", "int64")])
+def test_cumsum_dtypes(dtype, out):
+    g = Graph("cumsum")
+    x = g.add_input("x", (33, 257), dtype)
+    attrs = {"dtype": out} if out else {}
+    g.set_outputs([g.add1("cumsum", x, dim=1, **attrs)], ["out"])
+    inputs = random_inputs(g, 1)
+    narrow = (out or dtype) in ("bfloat16", "float16")
+    check(g, inputs, atol=_tolerance(inputs["x"], 1), rtol=1e-2 if narrow else 0.0)
+
+
+def test_cumsum_of_integers_is_exact():
+    g = Graph("cumsum")
+    x = g.add_input("x", (8, 5000), "int32")
+    g.set_outputs([g.add1("cumsum", x, dim=1)], ["out"])
+    inputs = {"x": np.random.default_rng(0).integers(-100, 100, (8, 5000)).astype(np.int32)}
+    check(g, inputs)  # sums of small integers stay exact in fp32
