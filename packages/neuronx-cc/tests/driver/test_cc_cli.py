@@ -204,32 +204,100 @@ def test_compile_unwritable_output(tmp_path, capsys, fake_compiler):
     assert code == cli.EXIT_IO and "cannot write" in err
 
 
-def test_compile_end_to_end(tmp_path, capsys):
-    """The real compiler: MLIR -> NEFF -> inspect, and the NEFF's graph form computes the model."""
+SOFTMAX_TEXT = """
+func.func @main(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<4xf32>) -> tensor<4x16xf32>
+  %d = stablehlo.subtract %x, %mb : tensor<4x16xf32>
+  %e = stablehlo.exponential %d : tensor<4x16xf32>
+  %s = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  %sb = stablehlo.broadcast_in_dim %s, dims = [0] : (tensor<4xf32>) -> tensor<4x16xf32>
+  %y = stablehlo.divide %e, %sb : tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+"""
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _compile_and_run(tmp_path, capsys, text, inputs, target="trn2"):
+    """CLI compile -> NEFF on disk -> CLI inspect -> the NEFF's ISA program on the exact executor."""
     pytest.importorskip("torch_mlir")
-    try:
-        from neuronxcc.compiler import compile_neff  # noqa: F401
-    except ImportError:
-        pytest.skip("neuronxcc.compiler.compile_neff is not there yet")
+    pytest.importorskip("neuronxcc.compiler")
+    from neuron_sim.neff import Neff
+
+    from neuronxcc.compiler.testing import run_exact
+
+    src = tmp_path / "model.mlir"
+    src.write_text(text)
+    out_path = tmp_path / "model.neff"
+    code, out, err = run_cli(capsys, "compile", str(src), "-o", str(out_path), "--target", target)
+    if code == cli.EXIT_REJECTED and "no lowering for op" in err:
+        pytest.skip(f"the compiler cannot lower this model yet: {err.strip()}")
+    assert code == 0, err
+    assert "instructions" in out and "estimated on" in out
+    code, shown, err = run_cli(capsys, "inspect", str(out_path))
+    assert code == 0, err
+    assert "input0" in shown and "output0" in shown and "total time" in shown and "MFU" in shown
+    program = Neff.load(out_path).program
+    outputs = run_exact(program, {f"input{i}": x for i, x in enumerate(inputs)})
+    return outputs, shown
+
+
+@pytest.mark.parametrize("target", ["trn2", "trn3"])
+def test_compile_end_to_end(tmp_path, capsys, target):
+    """The real compiler: MLIR -> NEFF -> inspect, and the NEFF's ISA program computes the model."""
+    x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
+    outputs, shown = _compile_and_run(tmp_path, capsys, SOFTMAX_TEXT, [x], target)
+    assert f"target {target}" in shown
+    np.testing.assert_allclose(outputs["output0"], _softmax(x), rtol=1e-5, atol=1e-6)
+
+
+def test_compile_end_to_end_torch_model(tmp_path, capsys):
+    """A torch model (RMSNorm + softmax + SiLU) through torch-mlir, the CLI and the exact executor."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch_mlir")
+    from torch_mlir import fx
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+            return torch.nn.functional.silu(h).softmax(-1)
+
+    x = torch.randn(8, 32)
+    text = str(fx.export_and_import(Model(), x, output_type="stablehlo"))
+    outputs, _ = _compile_and_run(tmp_path, capsys, text, [x.numpy()])
+    np.testing.assert_allclose(outputs["output0"], Model()(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_compile_end_to_end_mlp(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((4, 16)).astype(np.float32), rng.standard_normal((16, 8)).astype(np.float32)
+    outputs, _ = _compile_and_run(tmp_path, capsys, MLP_TEXT, [x, w])
+    np.testing.assert_allclose(outputs["output0"], np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
+
+
+def test_compile_error_from_the_compiler_names_op_and_line(tmp_path, capsys, monkeypatch):
+    """A graph the compiler refuses (CompileError) exits 1 with the op and the MLIR line."""
+    pytest.importorskip("torch_mlir")
+    compiler = pytest.importorskip("neuronxcc.compiler")
+
+    def refuse(graph, arch):
+        node = graph.nodes[0]
+        raise compiler.CompileError("compile.unsupported_op", f"no lowering for op {node.op!r} yet", op=node.op,
+                                    location=node.location)
+
+    monkeypatch.setattr(compiler, "compile_neff", refuse)
     src = tmp_path / "mlp.mlir"
     src.write_text(MLP_TEXT)
-    out_path = tmp_path / "mlp.neff"
-    code, out, err = run_cli(capsys, "compile", str(src), "-o", str(out_path))
-    assert code == 0, err
-    code, out, err = run_cli(capsys, "inspect", str(out_path))
-    assert code == 0, err
-    assert "input0" in out and "output0" in out and "total time" in out and "tensor" in out
-
-    from neuron_sim.graph import Graph
-    from neuron_sim.neff import Neff
-    from neuronxcc.frontend import run_graph
-
-    program = Neff.load(out_path).program
-    graph = program.graph if isinstance(program.graph, Graph) else Graph.from_dict(program.graph)
-    x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
-    w = np.random.default_rng(1).standard_normal((16, 8)).astype(np.float32)
-    (y,) = run_graph(graph, x, w)
-    np.testing.assert_allclose(y, np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
+    code, _, err = run_cli(capsys, "compile", str(src), "-o", str(tmp_path / "x.neff"))
+    assert code == cli.EXIT_REJECTED and "cannot compile" in err and "dot_general" in err and "mlp.mlir:3:" in err
+    assert not (tmp_path / "x.neff").exists()
 
 
 def test_console_script_help():
