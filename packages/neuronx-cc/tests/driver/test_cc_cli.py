@@ -230,7 +230,6 @@ def _compile_and_run(tmp_path, capsys, text, inputs, target="trn2"):
     pytest.importorskip("torch_mlir")
     pytest.importorskip("neuronxcc.compiler")
     from neuron_sim.neff import Neff
-
     from neuronxcc.compiler.testing import run_exact
 
     src = tmp_path / "model.mlir"
