@@ -18,19 +18,21 @@ nox.options.default_venv_backend = "venv"
 
 PYTHON = "3.11"
 # Dependency order. A package appears here when its issue is worked on.
-PACKAGES = ["neuron-sim", "nki", "torch-neuronx"]
+PACKAGES = ["neuron-sim", "nki", "neuronx-cc", "torch-neuronx"]
 TEST_DEPS = ["pytest>=8,<10", "hypothesis>=6.100,<7"]
 # Packages that build against torch: torch (the CPU build on this machine's disk) is installed
 # first and they are built without isolation, so the build uses that torch and pip never asks
 # the index for another one.
-NEEDS_TORCH = {"torch-neuronx"}
+NEEDS_TORCH = {"neuronx-cc", "torch-neuronx"}
+# Extras installed with a package (neuronx-cc's StableHLO frontend needs torch-mlir, pinned there).
+EXTRAS = {"neuronx-cc": "[stablehlo]"}
 BUILD_TOOLS = ["setuptools>=69", "wheel", "hatchling>=1.25"]
 TORCH = "torch==2.13.0"
 
 
 def install_packages(session: nox.Session, *names: str) -> None:
     names = names or tuple(PACKAGES)
-    paths = [f"./packages/{name}" for name in names]
+    paths = [f"./packages/{name}{EXTRAS.get(name, '')}" for name in names]
     if NEEDS_TORCH & set(names):
         session.install(TORCH, *BUILD_TOOLS)
         session.install("--no-build-isolation", *paths)
