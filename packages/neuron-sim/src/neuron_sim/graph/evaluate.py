@@ -16,17 +16,21 @@ from ..errors import ExecutionError, NeuronSimError, ValidationError
 from .ir import Graph
 from .ops import OPS
 
-_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> parsed Graph
+# id(program) -> (weak reference to the program, its parsed Graph). Keyed by identity: Program is a
+# dataclass with value equality, so it is unhashable (a WeakKeyDictionary cannot hold it).
+_GRAPHS: dict[int, tuple[weakref.ref, Graph]] = {}
 
 
 def graph_of(program) -> Graph:
-    graph = _GRAPHS.get(program)
-    if graph is None:
-        form = program.graph
-        if form is None:
-            raise ExecutionError(f"program {program.name!r} has no graph-level form for the fast executor")
-        graph = form if isinstance(form, Graph) else Graph.from_dict(form)
-        _GRAPHS[program] = graph
+    key = id(program)
+    entry = _GRAPHS.get(key)
+    if entry is not None and entry[0]() is program:
+        return entry[1]
+    form = program.graph
+    if form is None:
+        raise ExecutionError(f"program {program.name!r} has no graph-level form for the fast executor")
+    graph = form if isinstance(form, Graph) else Graph.from_dict(form)
+    _GRAPHS[key] = (weakref.ref(program, lambda _ref, key=key: _GRAPHS.pop(key, None)), graph)
     return graph
 
 
