@@ -126,3 +126,19 @@ def test_inference_mode():
         torch.neuron.synchronize()
     assert y.is_inference()
     torch.testing.assert_close(back, model.cpu()(x).detach() + 1, rtol=0, atol=0)
+
+
+def test_batch_norm_eval_mode_matches_cpu():
+    torch.manual_seed(3)
+    ref = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+    ref(torch.randn(4, 3, 8, 8))  # non-trivial running statistics
+    ref.eval()
+    model = copy.deepcopy(ref).to("neuron")
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    xn = x.detach().to("neuron").requires_grad_()
+    y, yn = ref(x), model(xn)
+    y.sum().backward()
+    yn.sum().backward()
+    assert_equal(yn.detach(), y.detach())
+    assert_equal(xn.grad, x.grad)
+    assert_equal(model[1].weight.grad, ref[1].weight.grad)

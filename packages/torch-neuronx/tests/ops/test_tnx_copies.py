@@ -89,3 +89,28 @@ def test_broadcasting_copy_and_scalar_fill():
     x[1:3] = 7.0
     x[0, 0] = torch.tensor(9.0)
     assert x[0, 0].item() == 9.0 and x[2].tolist() == [7.0] * 3
+
+
+def test_lazy_conjugate_and_negative_bits():
+    x = torch.randn(6, dtype=torch.complex64)
+    dev = x.to("neuron")
+    c = torch.conj(dev)
+    assert c.is_conj()
+    assert_equal(c.resolve_conj(), x.conj().resolve_conj())  # used to recurse until the stack overflowed
+    assert_equal(c.cpu().resolve_conj(), x.conj().resolve_conj())
+    assert_equal((c * 2).cpu(), x.conj() * 2)
+    assert_equal(dev._neg_view().resolve_neg(), -x)
+    target = torch.zeros(6, dtype=torch.complex64, device="neuron")
+    target.conj().copy_(x)  # writing through a conjugate view
+    assert_equal(target, x.conj().resolve_conj())
+    host = torch.empty(6, dtype=torch.complex64)
+    host.copy_(c)
+    assert_equal(host, x.conj().resolve_conj())
+
+
+def test_fft_round_trip():
+    x = torch.randn(5, 6, 7)
+    dev = x.to("neuron")
+    for fn in (lambda t: torch.fft.rfft(t, dim=1), lambda t: torch.fft.hfft(t, n=10, dim=1),
+               lambda t: torch.fft.irfft(torch.fft.rfft(t)), lambda t: torch.fft.fftn(t).abs()):
+        torch.testing.assert_close(fn(dev).cpu(), fn(x), rtol=0, atol=0)

@@ -204,7 +204,17 @@ def cpu_fallback(op, *args, **kwargs):
     if _has_non_tensor(meta_out):
         _NOT_META.add(op)
         return _run_now(op, flat, spec, device)
-    return _run_async(op, flat, spec, device, meta_out)
+    return _run_async(op, flat, spec, device, _as_cpu_kernel_returns(op, args, kwargs, meta_out))
+
+
+def _as_cpu_kernel_returns(op, args, kwargs, meta_out):
+    """Meta results adjusted where the CPU kernel returns other shapes (outputs are preallocated
+    from the meta shapes). Batch norm in eval mode returns empty save_mean / save_invstd on CPU,
+    not [C]: every BatchNorm in eval() failed on neuron."""
+    if _op_name(op) in ("aten::native_batch_norm", "aten::_native_batch_norm_legit") and len(meta_out) == 3:
+        if not _arguments_by_name(op, args, kwargs).get("training", True):
+            return (meta_out[0], meta_out[1].new_empty(0), meta_out[2].new_empty(0))
+    return meta_out
 
 
 def _is_shape_error(err: Exception) -> bool:

@@ -21,6 +21,15 @@ def _dma_bytes_per_ns() -> float:
     return arch.dma.peak_bytes_per_ns
 
 
+def _math_view(view: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """The host view with ``t``'s lazy conjugate / negation bits, so the CPU copy applies them."""
+    if t.is_conj():
+        view = view.conj()
+    if t.is_neg():
+        view = view._neg_view()
+    return view
+
+
 def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     """``dst.copy_(self)`` when either side is a neuron tensor, ordered on the current streams."""
     tracking.record("aten::copy_", fallback=False)
@@ -29,12 +38,12 @@ def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False)
         # Snapshot the source unless it is pinned and the copy non-blocking (then the caller must
         # keep it unchanged until the stream reaches the copy, as with CUDA).
         src = self if non_blocking and self.is_pinned() else self.clone()
-        target = host_view(dst)
+        target = _math_view(host_view(dst), dst)
         _queue_of(dst).submit(worker_task(lambda: target.copy_(src)), device_time_ns=costs.host_copy_ns(nbytes),
                               name="copy_h2d", kind="copy", context=f"copy {list(self.shape)} host -> {dst.device}")
         return dst
     if is_neuron(self) and not is_neuron(dst):  # device -> host
-        source = host_view(self)
+        source = _math_view(host_view(self), self)
         queue = _queue_of(self)
         if non_blocking:
             queue.submit(worker_task(lambda: dst.copy_(source)), device_time_ns=costs.host_copy_ns(nbytes), name="copy_d2h",
@@ -46,8 +55,8 @@ def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False)
             dst.copy_(source)
         return dst
     # device -> device
-    source = host_view(self)
-    target = host_view(dst)
+    source = _math_view(host_view(self), self)
+    target = _math_view(host_view(dst), dst)
     if self.device != dst.device:  # another core's memory: wait for its producer, then copy
         _queue_of(self).synchronize()
         source = source.clone()
@@ -175,6 +184,13 @@ def fused_gru_cell(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=N
 
 
 def register(lib: torch.library.Library) -> None:
+    # A source or destination with a lazy conj/neg bit: handled here (the host views carry the
+    # bit). Left to the Conjugate/Negative math fallback, _copy_from materialized its input with
+    # clone(), whose copy_ called _copy_from again: unbounded C++ recursion, a segfault
+    # (resolve_conj() of a neuron tensor, torch.fft.hfft...).
+    for key in ("Conjugate", "Negative"):
+        lib.impl("_copy_from", copy_from, key)
+        lib.impl("_copy_from_and_resize", copy_from_and_resize, key)
     for key in ("PrivateUse1", "AutogradPrivateUse1"):
         lib.impl("_thnn_fused_lstm_cell", fused_lstm_cell, key)
         lib.impl("_thnn_fused_gru_cell", fused_gru_cell, key)
