@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import gc
+import importlib
 
 import numpy as np
+import pytest
 from neuron_sim.graph import FastExecutor, Graph, graph_of
+from neuron_sim.runtime import register_executor
+
+
+@pytest.fixture(autouse=True)
+def _fast_registered():
+    # Other tests replace or unregister "fast"; these need the real one.
+    register_executor("fast", FastExecutor, requires_graph=True)
+    yield
 
 
 def exp_program(h):
@@ -37,7 +47,7 @@ def test_graph_cache_is_per_program_and_released(h):
     bufs = h.copy_buffers()
     FastExecutor().run(a, {k: v.reshape(-1).view(np.uint8) for k, v in bufs.items()})
     np.testing.assert_array_equal(bufs["y"], np.exp(bufs["x"]))
-    from neuron_sim.graph import evaluate as module
+    module = importlib.import_module("neuron_sim.graph.evaluate")
 
     before = len(module._GRAPHS)
     del a, ga
