@@ -33,9 +33,9 @@ def binary(op: str, shape, in_dtype="float32", dtype_b=None, **attrs) -> Graph:
     return g
 
 
-def check(graph: Graph, inputs=None, *, rtol=0.0, atol=0.0, seed=0, arch=None):
+def check(graph: Graph, inputs=None, *, rtol=0.0, atol=0.0, seed=0, arch=None, program=None):
     """Compile, run exact and fast on the same inputs, compare; return the program."""
-    program, _, _ = check_graph(graph, inputs, rtol=rtol, atol=atol, seed=seed, arch=arch)
+    program, _, _ = check_graph(graph, inputs, rtol=rtol, atol=atol, seed=seed, arch=arch, program=program)
     return program
 
 

@@ -1,7 +1,6 @@
 """broadcast_in_dim, transpose, slice and reshape folded into access patterns (and materialized
 when they are outputs)."""
 
-import numpy as np
 import pytest
 from cc_helpers import Graph, check, dma_counts
 from neuron_sim.isa import Transpose

@@ -15,6 +15,17 @@ from neuron_sim.memory.access_pattern import PSUM, SBUF
 from .views import contiguous_strides
 
 PARTITIONS = 128
+# Tiles start on 64-byte boundaries: the timing model tracks dependencies in 64-byte blocks per
+# partition, so two tiles sharing a block would look dependent (a false WAR between ring slots).
+ALIGN_BYTES = 64
+
+
+def _aligned_free(free: int, dtype: str) -> int:
+    from neuron_sim import dtypes
+
+    size = dtypes.itemsize(dtype)
+    nbytes = -(-max(1, free) * size // ALIGN_BYTES) * ALIGN_BYTES
+    return nbytes // size
 
 
 class Scope:
@@ -31,7 +42,7 @@ class Scope:
         self.release()
 
     def sbuf(self, free: int, dtype: str, partitions: int = PARTITIONS) -> Tile:
-        tile = self.builder.sbuf((partitions, max(1, free)), dtype)
+        tile = self.builder.sbuf((partitions, _aligned_free(free, dtype)), dtype)
         self.tiles.append(tile)
         return tile
 
