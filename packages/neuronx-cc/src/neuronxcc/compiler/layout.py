@@ -33,6 +33,9 @@ from neuron_sim import Architecture
 PARTITIONS = 128
 MAX_FREE_DIMS = 4
 DEFAULT_MAX_FREE = 4096  # elements per partition per tile: >= 2 KiB DMA runs, engine ops well above MIN_II
+# Smaller tiles than the SBUF budget allows are also tried: more tiles let loads, compute and
+# stores overlap, fewer tiles pay fewer fixed DMA costs; the cost model picks.
+PIPELINE_MIN_FREE = 256
 
 
 @dataclass(frozen=True)
@@ -140,12 +143,18 @@ def plan_tiles(shape, forms: list[Form], reduced=(), *, limit: int, allow_partit
         candidates += [(i, True) for i, a in enumerate(axes) if a.reduced and a.size > 1]
     if not candidates:  # everything reduced, reductions must stay within partitions: one row
         candidates = [(None, False)]
+    limits = [limit]
+    while limits[-1] // 2 >= PIPELINE_MIN_FREE and len(limits) < 4:
+        limits.append(limits[-1] // 2)
     best = None
-    for p, across in candidates:
-        boxes = _layout(axes, p, across, offsets, limit, reduced_innermost, main_form)
-        cost = _cost(boxes, forms, ops_per_tile, across)
-        if best is None or cost < best[0]:
-            best = (cost, boxes, across)
+    for lim in limits:
+        for p, across in candidates:
+            boxes = _layout(axes, p, across, offsets, lim, reduced_innermost, main_form)
+            cost = _cost(boxes, forms, ops_per_tile, across)
+            if best is None or cost < best[0]:
+                best = (cost, boxes, across)
+        if len(best[1]) >= 64:  # already many tiles: smaller ones only add fixed costs
+            break
     _, boxes, across = best
     return TilePlan(boxes, max(b.partitions for b in boxes), max(b.free_size for b in boxes), across, limit)
 
@@ -287,11 +296,17 @@ def _mark_runs(items: list, across: bool) -> None:
 
 
 # --- cost model used to choose between layouts ------------------------------------------------------
+#
+# Per tile: the loads (one DMA per operand, the queues in parallel, each paying a fixed latency),
+# the compute (ops_per_tile instructions over the free size) and the stores. Tiles pipeline:
+# tile i computes while tile i+1 loads and tile i-1 stores.
 
 _DMA_BYTES_PER_NS = 23.0  # per DMA engine (trn2 practical rate)
 _DMA_CHUNK_NS = 10.0  # per contiguous run (descriptor)
-_DMA_FIXED_NS = 64.0  # per DMA instruction, the part that does not overlap other DMAs
+_DMA_FIXED_NS = 1300.0  # trigger to first byte
+_DMA_ISSUE_NS = 150.0  # per DMA, serialized on its queue and trigger engine
 _ENGINE_GHZ = 0.96
+_INSTRUCTION_NS = 120.0  # fixed cost of each compute instruction (access overhead, semaphores)
 
 
 def _run_elements(dims: list[tuple[int, int]]) -> int:
@@ -306,20 +321,32 @@ def _run_elements(dims: list[tuple[int, int]]) -> int:
     return run
 
 
+def _dma_ns(box: Box, form: int, itemsize: int) -> float:
+    engines = -(-box.partitions // 8)
+    dims = [(d.strides[form], d.count) for d in box.free if d.strides[form] != 0 and d.count > 1]
+    elems = box.partitions * math.prod(c for _, c in dims)
+    chunks = max(elems / _run_elements(dims), box.partitions)
+    return elems * itemsize / (engines * _DMA_BYTES_PER_NS) + chunks * _DMA_CHUNK_NS / engines + _DMA_ISSUE_NS
+
+
 def _cost(boxes: list[Box], forms: list[Form], ops_per_tile: int, across: bool) -> float:
-    t = 0.0
+    # Forms with itemsize are DMA'd; the caller lists outputs last, but which forms are loads and
+    # which are stores does not change the estimate much: split them evenly by position.
+    moved = [f for f, form in enumerate(forms) if form.itemsize]
+    half = max(1, len(moved) // 2)
+    loads, stores, compute = [], [], []
     for b in boxes:
-        engines = -(-b.partitions // 8)
-        for f, form in enumerate(forms):
-            if not form.itemsize:
-                continue
-            dims = [(d.strides[f], d.count) for d in b.free if d.strides[f] != 0 and d.count > 1]
-            elems = b.partitions * math.prod(c for _, c in dims)
-            run = _run_elements(dims)
-            chunks = max(elems / run, b.partitions)
-            t += elems * form.itemsize / (engines * _DMA_BYTES_PER_NS) + chunks * _DMA_CHUNK_NS / engines + _DMA_FIXED_NS
-        t += ops_per_tile * max(64, b.free_size) / _ENGINE_GHZ
+        loads.append(sum(_dma_ns(b, f, forms[f].itemsize) for f in moved[:half]))
+        stores.append(sum(_dma_ns(b, f, forms[f].itemsize) for f in moved[half:]))
+        c = ops_per_tile * (max(64, b.free_size) / _ENGINE_GHZ + _INSTRUCTION_NS)
         if across:
             kept = math.prod(d.count for d in b.free if not d.reduced)
-            t += 2 * max(64, 4 * kept) / _ENGINE_GHZ
-    return t
+            c += 2 * max(64, 4 * kept) / _ENGINE_GHZ
+        compute.append(c)
+    n = len(boxes)
+    total = _DMA_FIXED_NS + loads[0]
+    for i in range(n):
+        nxt = loads[i + 1] if i + 1 < n else 0.0
+        prev = stores[i - 1] if i > 0 else 0.0
+        total += max(compute[i], nxt + prev)
+    return total + _DMA_FIXED_NS + stores[-1]
