@@ -112,3 +112,21 @@ def test_ops_whose_cpu_outputs_differ_from_meta_run_synchronously():
         expected = torch.nn.functional.embedding_bag(idx, w, offsets, mode=mode)
         actual = torch.nn.functional.embedding_bag(idx.to("neuron"), w.to("neuron"), offsets.to("neuron"), mode=mode)
         assert_equal(actual, expected)
+
+
+def test_attention_matches_cpu_and_is_async_without_dropout():
+    import torch.nn.functional as F
+
+    q = torch.randn(2, 4, 16, 8)
+    qd = q.to("neuron")
+    torch.neuron.synchronize()
+    gate = threading.Event()
+    _state.current_queue(0).submit(lambda: gate.wait(5), name="gate")
+    y = F.scaled_dot_product_attention(qd, qd, qd, is_causal=True)
+    assert not torch.neuron.current_stream().query()  # queued: no random draws to order
+    gate.set()
+    assert_equal(y, F.scaled_dot_product_attention(q, q, q, is_causal=True))  # CPU's own kernel
+    torch.manual_seed(0)
+    a = F.scaled_dot_product_attention(qd, qd, qd, dropout_p=0.5)
+    torch.manual_seed(0)
+    assert_equal(a, F.scaled_dot_product_attention(q, q, q, dropout_p=0.5))  # same dropout masks

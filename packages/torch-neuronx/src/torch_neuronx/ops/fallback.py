@@ -75,6 +75,18 @@ def _uses_generator(op) -> bool:
     return _has_generator_argument(op) or torch.Tag.nondeterministic_seeded in op.tags
 
 
+def _draws_random(op, args, kwargs) -> bool:
+    """Whether this call consumes random numbers. Attention kernels are tagged random for their
+    dropout: with dropout_p == 0 (inference, or no attention dropout) they draw nothing and
+    need not run synchronously; neither does dropout with train=False."""
+    if _has_generator_argument(op):
+        return True
+    if torch.Tag.nondeterministic_seeded not in op.tags:
+        return False
+    by_name = _arguments_by_name(op, args, kwargs)
+    return by_name.get("dropout_p", 1.0) != 0 and by_name.get("train", True) is not False
+
+
 def _generator_for(flat, device: torch.device):
     for x in flat:
         if isinstance(x, torch.Generator) and x.device.type == "neuron":
@@ -183,7 +195,7 @@ def cpu_fallback(op, *args, **kwargs):
     returns = op._schema.returns
     if any(r.alias_info is not None and not r.alias_info.is_write for r in returns):
         return _run_view(op, flat, spec)
-    if name in _SYNC_OPS or op in _NOT_META or _uses_generator(op):
+    if name in _SYNC_OPS or op in _NOT_META or _draws_random(op, args, kwargs):
         # Random ops run now, in program order: a queued one read its generator's state when the
         # stream reached it, so ``g.manual_seed()`` / ``set_state`` / another random op issued
         # after it but run before it changed its numbers (a race: non-reproducible dropout).
@@ -277,7 +289,7 @@ def _run_async(op, flat, spec, device, meta_out):
             fresh.append((out, i))
     # Inputs written in place (including through list arguments, _foreach_*_) are written by the
     # CPU kernel itself through their host views.
-    rng = _rng_for(op, flat, device)
+    rng = None  # random draws never get here: they run synchronously, in program order
     # CPU operands (index tensors, 0-dim scalars) are snapshotted: the caller may change them
     # before the stream reaches the op, as with a host-to-device copy.
     cpu_flat = [x.clone() if isinstance(x, torch.Tensor) and x.device.type == "cpu" else _to_cpu_value(x) for x in flat]
