@@ -40,7 +40,7 @@ def test_every_element_once(shape, limit):
 
 
 @pytest.mark.parametrize("shape,dims", [((300, 700), (1,)), ((300, 700), (0,)), ((4, 130, 9), (0, 2)), ((40000,), (0,)),
-                                        ((6, 50, 7, 9), (1, 3)), ((3, 20000), (1,))], ids=str)
+                                        ((6, 50, 7, 9), (1, 3)), ((3, 20000), (1,)), ((3, 3, 7, 200), (2,))], ids=str)
 @pytest.mark.parametrize("across", [False, True])
 def test_reduction_runs(shape, dims, across):
     """Tiles of one result are consecutive; a run's first/last flags bracket them."""
@@ -49,6 +49,9 @@ def test_reduction_runs(shape, dims, across):
     forms = [Form(contiguous_strides(shape), 0, 4), Form(out_strides, 0, 4)]
     plan = plan_tiles(shape, forms, dims, limit=1024, allow_partition_reduce=across, main_form=1)
     assert np.all(coverage(shape, plan) == 1)
+    if plan.part_reduced:  # one accumulator for every kept result: they all sit in each tile's free dims
+        kept = math.prod(s for d, s in enumerate(shape) if d not in dims)
+        assert all(math.prod(d.count for d in b.free if not d.reduced) == kept for b in plan.boxes)
     seen, open_run = set(), None
     for box in plan.boxes:
         key = (box.offsets[1], box.part_strides[1], tuple((d.strides[1], d.count) for d in box.free if not d.reduced))

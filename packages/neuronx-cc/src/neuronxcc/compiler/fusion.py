@@ -82,8 +82,10 @@ def partition(nodes: list, folded=()) -> list[Group]:
             return [s for i in node.inputs for s in sources(i, True)]
         return [(node, through_view)]
 
+    next_id = iter(range(len(nodes) + 1))  # ids are never reused (merged groups leave gaps)
+
     def new_group(kind, node, **kw) -> Group:
-        g = Group(len(groups), kind, [node], **kw)
+        g = Group(next(next_id), kind, [node], **kw)
         groups[g.id] = g
         group_of[id(node)] = g
         return g

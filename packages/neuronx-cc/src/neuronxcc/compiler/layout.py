@@ -149,6 +149,8 @@ def plan_tiles(shape, forms: list[Form], reduced=(), *, limit: int, allow_partit
     best = None
     for lim in limits:
         for p, across in candidates:
+            if across and kept_size > lim:  # every kept result must stay in the free dims
+                continue
             boxes = _layout(axes, p, across, offsets, lim, reduced_innermost, main_form)
             cost = _cost(boxes, forms, ops_per_tile, across)
             if best is None or cost < best[0]:
@@ -282,14 +284,15 @@ def _mark_runs(items: list, across: bool) -> None:
     """Replace keyed boxes by boxes whose first/last flags delimit each accumulation run."""
     boxes = []
     n = len(items)
+
+    def run(item):
+        # Across partitions every region adds into the same kept results (all in the free dims);
+        # otherwise a region of the split partition axis holds results of its own.
+        return item.key if across else (item.key, item.region)
+
     for i, item in enumerate(items):
-        if across:  # one run: every tile adds into the same kept results
-            first, last = i == 0, i == n - 1
-        else:
-            prev = items[i - 1] if i > 0 else None
-            nxt = items[i + 1] if i + 1 < n else None
-            first = prev is None or (prev.key, prev.region) != (item.key, item.region)
-            last = nxt is None or (nxt.key, nxt.region) != (item.key, item.region)
+        first = i == 0 or run(items[i - 1]) != run(item)
+        last = i == n - 1 or run(items[i + 1]) != run(item)
         b = item.box
         boxes.append(Box(b.offsets, b.partitions, b.part_strides, b.part_reduced, b.free, first, last))
     items[:] = boxes
