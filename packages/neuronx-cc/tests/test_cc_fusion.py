@@ -112,3 +112,19 @@ def test_long_chains_are_split_to_fit_sbuf():
     inputs = {"x": np.random.default_rng(0).uniform(0.99, 1.01, (128, 4096)).astype(np.float32)}
     program = check(g, inputs)
     assert 1 < len(program.metadata["groups"]) <= 4
+
+
+def test_dead_intermediates_share_buffers():
+    """A long chain needs only a few live tiles at a time, so its tiles stay large."""
+    from neuronxcc.compiler.lower.elementwise import share_buffers
+
+    g = Graph("long")
+    x = g.add_input("x", (16,), "float32")
+    v = x
+    for _ in range(30):
+        v = g.add1("exp", v)
+    w = g.add1("copy", v)
+    g.set_outputs([g.add1("add", w, x)], ["out"])
+    roles, per_element = share_buffers(g.nodes, {g.outputs[0].id})
+    assert len(set(roles.values())) == 2 and per_element == 8
+    check(g)

@@ -66,14 +66,15 @@ def lower_fused(ctx, group) -> None:
     forms += [reduce_form(d, space, dims, n.attrs.get("keepdims", False)) for d, n in zip(red_dests, reductions)]
     main = len(leaves) + len(dests) if reductions else (len(leaves) if dests else 0)
 
+    roles, role_bytes = share_buffers(nodes, {v.id for v in stores})
     per_element = sum(dtypes.itemsize(onchip_dtype(v.dtype)) for v in leaf_views if v.kind != "scalar")
-    per_element += sum(dtypes.itemsize(onchip_dtype(n.outputs[0].type.dtype)) for n in nodes if n.op != "reduce")
-    per_element += 4 * max([temps_needed(n.op) for n in nodes] + [0]) + 16 * len(reductions)
+    per_element += role_bytes + 4 * max([temps_needed(n.op) for n in nodes] + [0]) + 16 * len(reductions)
     plan = plan_tiles(space, forms, dims, limit=free_limit(ctx.arch, per_element),
                       allow_partition_reduce=bool(reductions), main_form=main, ops_per_tile=len(nodes))
 
     with Scope(ctx.builder) as scope:
         tc = TileCtx(ctx.em, scope, plan.max_free, max_kept=plan.max_kept)
+        tc.roles = roles
         for index, box in enumerate(plan.boxes):
             tc.set_box(box, index)
             env = {}
@@ -101,6 +102,55 @@ def lower_fused(ctx, group) -> None:
     ctx.group_log.append({"kind": "fused", "ops": [n.op for n in nodes], "shape": list(space), "tiles": len(plan.boxes),
                           "partitions": plan.max_partitions, "free": plan.max_free,
                           "partition_reduce": plan.part_reduced})
+
+
+def aliases(node) -> bool:
+    """Whether a node's result is its operand's tile (copy, converts that do not change the on-chip type)."""
+    if node.op == "copy":
+        return True
+    return node.op == "convert" and onchip_dtype(node.inputs[0].type.dtype) == onchip_dtype(node.outputs[0].type.dtype)
+
+
+def share_buffers(nodes, stored: set) -> tuple[dict, int]:
+    """Assign node results to shared buffers by liveness within a tile.
+
+    A value's buffer is free again once its last reader (or the last reader of a copy aliasing it)
+    has been emitted; stored values live to the end of the tile. A buffer is reused only by a node
+    *after* that reader - never by the reader itself, whose instructions may still read its
+    operands after writing part of their result. Returns (value id -> role, bytes per element).
+    """
+    position = {}
+    owner = {}  # value id -> the value whose buffer holds it (through aliasing copies)
+    for k, n in enumerate(nodes):
+        for v in n.outputs:
+            position[v.id] = k
+            owner[v.id] = owner.get(n.inputs[0].id, n.inputs[0].id) if aliases(n) else v.id
+    last = {}
+    end = len(nodes)
+    for k, n in enumerate(nodes):
+        for v in n.inputs:
+            if v.id in owner:
+                last[owner[v.id]] = max(last.get(owner[v.id], -1), k)
+    for vid in stored:
+        if vid in owner:
+            last[owner[vid]] = end
+    roles, free, live, count = {}, {}, [], {}
+    for k, n in enumerate(nodes):
+        for vid, dtype, until in list(live):  # buffers whose values died before this node
+            if until < k:
+                live.remove((vid, dtype, until))
+                free.setdefault(dtype, []).append(roles[vid])
+        if n.op == "reduce" or aliases(n):
+            continue
+        v = n.outputs[0]
+        dtype = onchip_dtype(v.type.dtype)
+        if free.get(dtype):
+            roles[v.id] = free[dtype].pop()
+        else:
+            roles[v.id] = ("value", dtype, count.get(dtype, 0))
+            count[dtype] = count.get(dtype, 0) + 1
+        live.append((v.id, dtype, last.get(v.id, k)))
+    return roles, sum(dtypes.itemsize(d) * c for d, c in count.items())
 
 
 def _first_use_location(nodes, v):

@@ -32,6 +32,7 @@ class TileCtx:
         self.max_kept = max(1, max_kept or max_free)  # per-result buffers of reductions
         self.buffers = buffers
         self.rings: dict = {}
+        self.roles: dict = {}  # result role -> shared buffer role (values whose lifetimes do not overlap)
         self.consts: dict = {}
         self.pc = 1
         self.counts: tuple[int, ...] = (1,)
@@ -63,7 +64,7 @@ class TileCtx:
         return ring.at(self.slot if slot is None else slot)
 
     def result(self, role, dtype: str, col: bool = False) -> Operand:
-        tile = self.buffer(role, dtype)
+        tile = self.buffer(self.roles.get(role, role), dtype)
         if col:
             c = column(tile, self.pc)
             return Operand(dtype, ap=broadcast(c, self.counts), col=c)
