@@ -97,3 +97,28 @@ def test_type_promotion():
     _same(lambda x: x + 1.5, _sample(torch.int32))
     _same(lambda x: x / 2, _sample(torch.int64))
     _same(lambda x, y: x + y, _sample(torch.bool), _sample(torch.int8))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_reduced_precision_normalization(dtype):
+    import copy
+
+    for make, shape in ((lambda: torch.nn.LayerNorm(6), (3, 6)), (lambda: torch.nn.GroupNorm(2, 4), (3, 4, 5)),
+                        (lambda: torch.nn.BatchNorm1d(4), (3, 4, 5))):
+        ref = make().to(dtype)
+        model = copy.deepcopy(ref).to("neuron")
+        x = torch.randn(*shape).to(dtype).requires_grad_()
+        xn = x.detach().to("neuron").requires_grad_()
+        y, yn = ref(x), model(xn)
+        y.float().sum().backward()
+        yn.float().sum().backward()
+        assert_equal(yn.detach(), y.detach())
+        assert_equal(xn.grad, x.grad)
+        assert_equal(model.weight.grad, ref.weight.grad)
+    # The saved statistics have CPU's dtypes (input dtype, or float32 with float32 parameters).
+    x = torch.randn(4, 6).to(dtype)
+    for w in (None, torch.ones(6), torch.ones(6, dtype=dtype)):
+        expected = torch.ops.aten.native_layer_norm(x, [6], w, w, 1e-5)
+        wn = None if w is None else w.to("neuron")
+        actual = torch.ops.aten.native_layer_norm(x.to("neuron"), [6], wn, wn, 1e-5)
+        assert [t.dtype for t in actual] == [t.dtype for t in expected]

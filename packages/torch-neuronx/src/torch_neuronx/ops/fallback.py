@@ -220,13 +220,31 @@ def cpu_fallback(op, *args, **kwargs):
 
 
 def _as_cpu_kernel_returns(op, args, kwargs, meta_out):
-    """Meta results adjusted where the CPU kernel returns other shapes (outputs are preallocated
-    from the meta shapes). Batch norm in eval mode returns empty save_mean / save_invstd on CPU,
-    not [C]: every BatchNorm in eval() failed on neuron."""
-    if _op_name(op) in ("aten::native_batch_norm", "aten::_native_batch_norm_legit") and len(meta_out) == 3:
-        if not _arguments_by_name(op, args, kwargs).get("training", True):
-            return (meta_out[0], meta_out[1].new_empty(0), meta_out[2].new_empty(0))
-    return meta_out
+    """Meta results adjusted where the CPU kernel returns other shapes or dtypes (outputs are
+    preallocated from the meta results). Batch norm in eval mode returns empty save_mean /
+    save_invstd on CPU, not [C]: every BatchNorm in eval() failed on neuron."""
+    name = _op_name(op)
+    if name not in _NORM_OPS:
+        return meta_out
+    by_name = _arguments_by_name(op, args, kwargs)
+    out = list(meta_out)
+    # The saved statistics: CPU keeps them in the input's dtype unless a reduced-precision input
+    # comes with float32 parameters ("mixed type"); the meta kernels say float32 for bf16/fp16.
+    x = by_name["input"]
+    param = by_name.get("weight")
+    param = param if param is not None else by_name.get("running_mean")
+    mixed = x.dtype in (torch.bfloat16, torch.float16) and param is not None and param.dtype == torch.float32
+    stat_dtype = torch.float32 if mixed else x.dtype
+    for i in (1, 2):
+        if out[i].dtype != stat_dtype:
+            out[i] = out[i].to(stat_dtype)
+    if name in ("aten::native_batch_norm", "aten::_native_batch_norm_legit") and not by_name.get("training", True):
+        out[1], out[2] = out[1].new_empty(0), out[2].new_empty(0)
+    return type(meta_out)(out) if isinstance(meta_out, tuple) else out
+
+
+_NORM_OPS = {"aten::native_layer_norm", "aten::native_group_norm", "aten::native_batch_norm",
+             "aten::_native_batch_norm_legit", "aten::_batch_norm_with_update"}
 
 
 def _is_shape_error(err: Exception) -> bool:
@@ -292,7 +310,10 @@ def _run_async(op, flat, spec, device, meta_out):
     rng = None  # random draws never get here: they run synchronously, in program order
     # CPU operands (index tensors, 0-dim scalars) are snapshotted: the caller may change them
     # before the stream reaches the op, as with a host-to-device copy.
-    cpu_flat = [x.clone() if isinstance(x, torch.Tensor) and x.device.type == "cpu" else _to_cpu_value(x) for x in flat]
+    # (Not our wrapped numbers: nobody else holds them, and clone() would drop the wrapped-number
+    # flag, changing type promotion - rad2deg of an int tensor then computed in float64.)
+    cpu_flat = [x.clone() if isinstance(x, torch.Tensor) and x.device.type == "cpu" and not getattr(x, "_tnx_wrapped_number", False)
+                else _to_cpu_value(x) for x in flat]
     out_views = [(host_view(out), i) for out, i in fresh]
     nbytes_in = _nbytes([x for x in flat if is_neuron(x)])
     nbytes_out = sum(out.numel() * out.element_size() for out, _ in fresh)
