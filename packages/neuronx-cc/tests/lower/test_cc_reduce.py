@@ -137,3 +137,16 @@ def test_empty_reductions_give_the_identity():
     x = g.add_input("x", (0, 5), "float32")
     g.set_outputs([g.add1("reduce", x, kind="sum", dims=(0,)), g.add1("reduce", x, kind="prod", dims=(0,))], ["s", "p"])
     check(g)
+
+
+@pytest.mark.parametrize("shape", [(6000, 300), (700, 9000), (3, 200, 3000)], ids=str)
+def test_many_accumulation_runs_in_flight(shape):
+    """Tiles of several runs are in flight at once: each run keeps its own accumulator."""
+    g = Graph("runs")
+    x = g.add_input("x", shape, "float32")
+    e = g.add1("exp", x)
+    g.set_outputs([g.add1("reduce", e, kind="max", dims=(len(shape) - 1,)),
+                   g.add1("reduce", e, kind="sum", dims=(len(shape) - 1,))], ["m", "s"])
+    inputs = random_inputs(g, 0)
+    program = check(g, inputs, rtol=2e-6, atol=1e-3)
+    assert program.metadata["groups"][0]["tiles"] > 3

@@ -66,15 +66,46 @@ class Emitter:
         self.busy_ns = {"vector": 0.0, "scalar": 0.0, "gpsimd": 0.0}
         self.location: str | None = None
         self.counts: dict[str, int] = {}
+        self.tape: list | None = None  # recording: instructions of the current tile
+        self.prologue: list = []  # recorded loop-invariant setup (constant tiles), emitted first
 
-    def emit(self, inst: Instruction) -> Instruction:
+    def emit(self, inst: Instruction, hoist: bool = False) -> Instruction:
+        """Emit ``inst`` (or record it while a tape runs; ``hoist``: loop-invariant setup)."""
         if inst.location is None and self.location is not None:
             inst.location = self.location
-        self.builder.emit(inst)
+        if self.tape is not None:
+            (self.prologue if hoist else self.tape).append(inst)
+        else:
+            self.builder.emit(inst)
         self.counts[inst.opcode] = self.counts.get(inst.opcode, 0) + 1
         if inst.engine in self.busy_ns and not isinstance(inst, (DmaInstruction, Matmul, Transpose)):
             self.busy_ns[inst.engine] += compute_cost(inst, self.arch).issue_ns
         return inst
+
+    # --- software pipelining ---------------------------------------------------------------------
+    def record(self) -> None:
+        """Start recording one tile's instructions (see ``pipelined``)."""
+        self.tape = []
+
+    def stop(self) -> list:
+        tape, self.tape = self.tape, None
+        return tape
+
+    def pipelined(self, tapes: list[list], in_flight: int = 2) -> None:
+        """Emit recorded tiles skewed by half a tile: instruction k of tile t goes at t * H + k with
+        H = ceil(longest / 2). Each engine's in-order stream then alternates between two tiles, so
+        a chain bouncing between VectorE and ScalarE keeps both busy, and tile t+1's loads issue
+        while tile t computes. At most two tiles are ever in flight in program order, so rings of
+        two buffers stay correct; instructions at the same position of consecutive tiles (a
+        reduction's accumulation) keep their order.
+        """
+        prologue, self.prologue = self.prologue, []
+        for inst in prologue:
+            self.builder.emit(inst)
+        skew = -(-max((len(t) for t in tapes), default=0) // max(1, in_flight))
+        order = sorted(((t * skew + k, t, k) for t, tape in enumerate(tapes) for k in range(len(tape))))
+        for _, t, k in order:
+            self.builder.emit(tapes[t][k])
 
     def pick(self, *engines: str) -> str:
         """The engine among ``engines`` with the least queued work (the first on ties)."""

@@ -23,6 +23,7 @@ from . import register_lowering
 from .elementwise_ops import lower_node, temps_needed
 from .tiles import TileCtx
 
+BUFFERS = 3  # ring slots per role: tiles in flight at once (loads of one overlap compute of others)
 IDENTITY = {"sum": 0.0, "prod": 1.0, "and": True, "or": False}
 
 
@@ -69,14 +70,16 @@ def lower_fused(ctx, group) -> None:
     roles, role_bytes = share_buffers(nodes, {v.id for v in stores})
     per_element = sum(dtypes.itemsize(onchip_dtype(v.dtype)) for v in leaf_views if v.kind != "scalar")
     per_element += role_bytes + 4 * max([temps_needed(n.op) for n in nodes] + [0]) + 16 * len(reductions)
-    plan = plan_tiles(space, forms, dims, limit=free_limit(ctx.arch, per_element),
+    plan = plan_tiles(space, forms, dims, limit=free_limit(ctx.arch, per_element, buffers=BUFFERS),
                       allow_partition_reduce=bool(reductions), main_form=main, ops_per_tile=len(nodes))
 
     with Scope(ctx.builder) as scope:
-        tc = TileCtx(ctx.em, scope, plan.max_free, max_kept=plan.max_kept)
+        tc = TileCtx(ctx.em, scope, plan.max_free, buffers=BUFFERS, max_kept=plan.max_kept)
         tc.roles = roles
+        tapes = []
         for index, box in enumerate(plan.boxes):
             tc.set_box(box, index)
+            ctx.em.record()
             env = {}
             for k, (v, view) in enumerate(zip(leaves, leaf_views)):
                 ctx.em.location = _first_use_location(nodes, v) or group.nodes[0].location
@@ -95,6 +98,8 @@ def lower_fused(ctx, group) -> None:
                     ctx.em.location = n.location
                     acc, partitions = reduce_lowering.result(tc, n.outputs[0].id, box)
                     tc.store(dest, box, len(leaves) + len(dests) + k, acc, drop_reduced=True, partitions=partitions)
+            tapes.append(ctx.em.stop())
+        ctx.em.pipelined(tapes, BUFFERS)
     for v, dest in zip(stores, dests):
         ctx.views[v.id] = dest
     for n, dest in zip(reductions, red_dests):

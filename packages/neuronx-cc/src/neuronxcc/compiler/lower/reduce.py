@@ -108,5 +108,5 @@ def _ones(tc, dtype):
     tile = tc.consts.get(key)
     if tile is None:
         tile = tc.consts[key] = tc.scope.sbuf(1, dtype)
-        tc.emit(Memset(dst=column(tile, 128), value=1.0, engine="gpsimd"))
+        tc.em.emit(Memset(dst=column(tile, 128), value=1.0, engine="gpsimd"), hoist=True)
     return tile

@@ -79,7 +79,8 @@ class TileCtx:
         tile = self.consts.get(key)
         if tile is None:
             tile = self.consts[key] = self.scope.sbuf(1, dtype)
-            self.emit(Memset(dst=column(tile, 128), value=_memset_value(value, dtype), engine=self.em.pick("vector", "gpsimd")))
+            self.em.emit(Memset(dst=column(tile, 128), value=_memset_value(value, dtype), engine=self.em.pick("vector", "gpsimd")),
+                         hoist=True)
         return column(tile, self.pc)
 
     def full(self, op: Operand) -> AccessPattern:
