@@ -58,3 +58,21 @@ def test_argmax_of_a_fused_value():
     logits = g.add1("add", x, g.add1("broadcast_in_dim", b, shape=(64, 200), dims=(1,)))
     g.set_outputs([g.add1("argmax", logits, dim=1)], ["out"])
     check(g)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_long_vector_uses_every_partition_and_keeps_the_first(op):
+    """A long dim with few results goes on partitions too; ties between partitions and tiles
+    still resolve to the first index."""
+    from neuron_sim.isa import PartitionReduce
+
+    g = Graph(op)
+    x = g.add_input("x", (300_001,), "float32")
+    g.set_outputs([g.add1(op, x, dim=0)], ["out"])
+    values = np.random.default_rng(0).standard_normal(300_001).astype(np.float32)
+    extreme = 10.0 if op == "argmax" else -10.0
+    values[[250_000, 4097, 4096, 299_999]] = extreme
+    program = check(g, {"x": values})
+    assert any(isinstance(i, PartitionReduce) for i in program.instructions)
+    values[[100, 200_000]] = np.nan
+    check(g, {"x": values}, program=program)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 
 from neuron_sim import dtypes
-from neuron_sim.isa import Select, TensorCopy, TensorReduce, TensorTensor
+from neuron_sim.isa import Matmul, Memset, PartitionReduce, Select, TensorCopy, TensorReduce, TensorTensor
+from neuron_sim.memory.access_pattern import PSUM
 
 from ..emitter import onchip_dtype
 from ..errors import node_error
@@ -25,6 +26,38 @@ from .elementwise import reduce_form, view_form
 from .tiles import TileCtx
 
 BIG = 3.0e38
+ACROSS_MAX_KEPT = 16  # at most this many results: the arg dim may go on partitions too
+
+
+def _widen(m, kept_dims, red):
+    """``m`` [P, *kept] read as [P, *kept, *red] (stride 0 along the arg dim)."""
+    return m.__class__(m.memory, m.dtype, m.partition_start, m.partition_count,
+                       (m.free if kept_dims else ()) + tuple((0, c) for c in red), m.offset)
+
+
+def _across_partitions(tc, m, idx, kept, extreme):
+    """Each partition's (extreme, first index) -> the tile's: GpSimd PartitionReduce for the extreme,
+    broadcast back to every partition by a TensorE matmul with a row of ones, then the smallest
+    index among the partitions that reach it."""
+    pc = m.partition_count
+    nkept = math.prod(kept)
+    total = tile_ap(tc.buffer("total", "float32", free=tc.max_kept), 1, kept)
+    tc.emit(PartitionReduce(dst=total, src=m, op=extreme))
+    ones = tc.consts.get("ones_row")
+    if ones is None:
+        ones = tc.consts["ones_row"] = tc.scope.sbuf(128, "float32", partitions=1)
+        tc.em.emit(Memset(dst=tile_ap(ones, 1, (128,)), value=1.0, engine="gpsimd"), hoist=True)
+    wide = tc.buffer("wide", "float32", free=512, memory=PSUM)
+    wide_ap = tile_ap(wide, pc, kept)
+    moving = tile_ap(tc.buffer("total", "float32", free=tc.max_kept), 1, (nkept,))  # total, as [1, n]
+    tc.emit(Matmul(dst=wide_ap, stationary=tile_ap(ones, 1, (pc,)), moving=moving))
+    hit = tile_ap(tc.buffer("phit", "float32", free=tc.max_kept), pc, kept)
+    tc.emit(TensorTensor(dst=hit, in0=m, in1=wide_ap, op="equal"))
+    cand = tile_ap(tc.buffer("pcand", "float32", free=tc.max_kept), pc, kept)
+    tc.emit(Select(dst=cand, predicate=hit, on_true=idx, on_false=BIG))
+    first = tile_ap(tc.buffer("pidx", "float32", free=tc.max_kept), 1, kept)
+    tc.emit(PartitionReduce(dst=first, src=cand, op="minimum"))
+    return total, first
 
 
 @register_lowering("argreduce")
@@ -46,11 +79,13 @@ def lower_argreduce(ctx, group) -> None:
     forms = [view_form(src), reduce_form(dest, space, (dim,), node.attrs.get("keepdims", False)),
              Form(View.iota(space, dim, "float32").strides)]
     per_element = dtypes.itemsize(onchip_dtype(src.dtype)) + 4 * 6
-    plan = plan_tiles(space, forms, (dim,), limit=free_limit(ctx.arch, per_element), reduced_innermost=True, main_form=1)
+    plan = plan_tiles(space, forms, (dim,), limit=free_limit(ctx.arch, per_element), reduced_innermost=True, main_form=1,
+                      allow_partition_reduce=True, partition_reduce_max_kept=ACROSS_MAX_KEPT)
     index_view = View.iota(space, dim, "float32")
     kept_max = plan.max_kept
+    extreme = "maximum" if is_max else "minimum"
     with Scope(ctx.builder) as scope:
-        tc = TileCtx(ctx.em, scope, plan.max_free)
+        tc = TileCtx(ctx.em, scope, plan.max_free, max_kept=kept_max)
         for i, box in enumerate(plan.boxes):
             tc.set_box(box, i)
             ctx.em.location = node.location
@@ -68,6 +103,9 @@ def lower_argreduce(ctx, group) -> None:
                 return ap.__class__(ap.memory, ap.dtype, ap.partition_start, ap.partition_count,
                                     tuple(ap.free[k] for k in kept_idx) + tail, ap.offset)
 
+            def small(role, partitions=pc):
+                return tile_ap(tc.buffer(role, "float32", free=kept_max), partitions, kept)
+
             xs = perm(tc.full(tc.load("x", src, box, 0)))
             dense = kept_dims + red
             if dtypes.is_float(src.dtype):  # NaN -> +-inf: it wins, as numpy's first NaN does
@@ -76,27 +114,35 @@ def lower_argreduce(ctx, group) -> None:
                 tc.emit(TensorTensor(dst=ok, in0=xs, in1=xs, op="equal"))
                 tc.emit(Select(dst=clean, predicate=ok, on_true=xs, on_false=float("inf") if is_max else float("-inf")))
                 xs = clean
-            m = tile_ap(tc.buffer("m", "float32", free=kept_max), pc, kept)
-            tc.emit(TensorReduce(dst=m, src=xs, op="maximum" if is_max else "minimum", axes=axes))
-            m_wide = m.__class__(m.memory, m.dtype, m.partition_start, pc,
-                                 (m.free if kept_dims else ()) + tuple((0, c) for c in red), m.offset)
+            # Per partition: the extreme m and the first index reaching it.
+            m = small("m")
+            tc.emit(TensorReduce(dst=m, src=xs, op=extreme, axes=axes))
             hit = tile_ap(tc.buffer("hit", "float32"), pc, dense)
-            tc.emit(TensorTensor(dst=hit, in0=xs, in1=m_wide, op="equal"))
+            tc.emit(TensorTensor(dst=hit, in0=xs, in1=_widen(m, kept_dims, red), op="equal"))
             index = perm(tc.full(tc.load("index", index_view, box, 2, "float32")))
             cand = tile_ap(tc.buffer("cand", "float32"), pc, dense)
             tc.emit(Select(dst=cand, predicate=hit, on_true=index, on_false=BIG))
-            best_idx = tile_ap(tc.buffer("best_idx", "float32", free=kept_max, slot=tc.run), pc, kept)
-            best_val = tile_ap(tc.buffer("best_val", "float32", free=kept_max, slot=tc.run), pc, kept)
+            idx = small("idx")
+            tc.emit(TensorReduce(dst=idx, src=cand, op="minimum", axes=axes))
+            rows = pc
+            if box.part_reduced:  # the dim runs along partitions too: combine the partitions' answers
+                m, idx = _across_partitions(tc, m, idx, kept, extreme)
+                rows = 1
+            best_idx = tile_ap(tc.buffer("best_idx", "float32", free=kept_max, slot=tc.run), rows, kept)
+            best_val = tile_ap(tc.buffer("best_val", "float32", free=kept_max, slot=tc.run), rows, kept)
             if box.first:
-                tc.emit(TensorReduce(dst=best_idx, src=cand, op="minimum", axes=axes))
+                tc.emit(TensorCopy(dst=best_idx, src=idx, engine=ctx.em.pick("vector", "scalar")))
                 tc.emit(TensorCopy(dst=best_val, src=m, engine=ctx.em.pick("vector", "scalar")))
-            else:
-                idx = tile_ap(tc.buffer("idx", "float32", free=kept_max), pc, kept)
-                tc.emit(TensorReduce(dst=idx, src=cand, op="minimum", axes=axes))
-                better = tile_ap(tc.buffer("better", "float32", free=kept_max), pc, kept)
+            else:  # a later tile wins if strictly better, or equal at a smaller index
+                better = small("better", rows)
+                tie = small("tie", rows)
+                first = small("first", rows)
                 tc.emit(TensorTensor(dst=better, in0=m, in1=best_val, op="greater" if is_max else "less"))
+                tc.emit(TensorTensor(dst=tie, in0=m, in1=best_val, op="equal"))
+                tc.emit(TensorTensor(dst=first, in0=idx, in1=best_idx, op="minimum"))
+                tc.emit(Select(dst=best_idx, predicate=tie, on_true=first, on_false=best_idx))
                 tc.emit(Select(dst=best_idx, predicate=better, on_true=idx, on_false=best_idx))
-                tc.emit(TensorTensor(dst=best_val, in0=best_val, in1=m, op="maximum" if is_max else "minimum"))
+                tc.emit(TensorTensor(dst=best_val, in0=best_val, in1=m, op=extreme))
             if box.last:
-                tc.store(dest, box, 1, best_idx, drop_reduced=True)
+                tc.store(dest, box, 1, best_idx, drop_reduced=True, partitions=rows)
     ctx.group_log.append({"kind": "argreduce", "op": node.op, "shape": list(space), "tiles": len(plan.boxes)})
