@@ -103,7 +103,7 @@ def lower_argreduce(ctx, group) -> None:
                 return ap.__class__(ap.memory, ap.dtype, ap.partition_start, ap.partition_count,
                                     tuple(ap.free[k] for k in kept_idx) + tail, ap.offset)
 
-            def small(role, partitions=pc):
+            def small(role, partitions=pc, kept=kept):
                 return tile_ap(tc.buffer(role, "float32", free=kept_max), partitions, kept)
 
             xs = perm(tc.full(tc.load("x", src, box, 0)))
