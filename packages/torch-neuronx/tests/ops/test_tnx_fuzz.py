@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -141,6 +142,7 @@ def _run(fn, *args):
         return None, type(err)
 
 
+@pytest.mark.filterwarnings("ignore:var\\(\\). degrees of freedom")  # CPU's own warning, for both sides
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
