@@ -48,8 +48,12 @@ def _after_fork_in_child() -> None:
     # (autoload) and creates the runtime, so without this a child forked from a process that had
     # merely imported torch could never use neuron, even with nothing of the parent's to inherit.
     global _bad_fork
+    from neuron_sim.runtime import current_runtime
+
     bridge = _state._bridge
-    if bridge is not None and not bridge.used:
+    # Only the device's own runtime, untouched by anyone: another user of neuron_sim's global
+    # runtime keeps its fork protection.
+    if bridge is not None and not bridge.used and current_runtime() is bridge.runtime and not bridge.runtime.used:
         bridge.adopt_fresh_runtime()
         _bad_fork = False
     else:

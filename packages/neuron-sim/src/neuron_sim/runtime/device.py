@@ -55,6 +55,11 @@ class Device:
     def __repr__(self) -> str:
         return f"<Device {self.name} (core {self.core_id}, {self.arch.name}, {self.hbm.capacity >> 20} MiB HBM)>"
 
+    @property
+    def used(self) -> bool:
+        """Whether anything was ever allocated on or submitted to this device."""
+        return self.hbm.stats.num_allocs > 0 or any(q.submitted for q in self.queues)
+
     # --- queues ----------------------------------------------------------------------------
     def new_queue(self, name: str | None = None) -> Queue:
         """A new queue on this device. Queues live as long as the device (like a stream pool)."""

@@ -176,6 +176,11 @@ class Queue:
         return self._sim_ns
 
     @property
+    def submitted(self) -> int:
+        """How many tasks were ever submitted to this queue."""
+        return self._seq
+
+    @property
     def has_error(self) -> bool:
         return self._failure is not None
 

@@ -55,6 +55,11 @@ class Runtime:
             )
         return self.devices[index]
 
+    @property
+    def used(self) -> bool:
+        """Whether any device was ever used (allocations or submitted work)."""
+        return any(d.used for d in self.devices)
+
     def synchronize(self) -> None:
         """Wait for every queue of every device; raise the earliest kept error, naming the others."""
         self.guard.check()
@@ -91,6 +96,11 @@ def get_runtime() -> Runtime:
                 runtime = _set(Runtime())
     runtime.guard.check_thoroughly()
     return runtime
+
+
+def current_runtime() -> Runtime | None:
+    """The process-wide runtime if one exists (without creating it)."""
+    return _runtime
 
 
 def is_initialized() -> bool:
