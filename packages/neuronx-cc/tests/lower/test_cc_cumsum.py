@@ -5,7 +5,7 @@ import pytest
 from cc_helpers import Graph, check, random_inputs
 
 CASES = [((1000,), 0), ((40, 3000), 1), ((40, 3000), 0), ((4, 130, 9), 1), ((2, 3, 5, 7), 2), ((7,), 0), ((1, 5), 0),
-         ((30000,), 0), ((3, 9000), 1)]
+         ((30000,), 0), ((3, 9000), 1), ((200, 5), 0), ((100,), 0), ((1 << 20,), 0)]
 
 
 def _tolerance(x, dim):
@@ -40,3 +40,16 @@ def test_cumsum_of_integers_is_exact():
     g.set_outputs([g.add1("cumsum", x, dim=1)], ["out"])
     inputs = {"x": np.random.default_rng(0).integers(-100, 100, (8, 5000)).astype(np.int32)}
     check(g, inputs)  # sums of small integers stay exact in fp32
+
+
+def test_long_scans_use_partitions_and_tensor_engine_offsets():
+    from neuron_sim.isa import AffineSelect, Matmul
+
+    g = Graph("cumsum")
+    x = g.add_input("x", (2, 200_000), "float32")
+    g.set_outputs([g.add1("cumsum", x, dim=1)], ["out"])
+    inputs = random_inputs(g, 0)
+    program = check(g, inputs, atol=_tolerance(inputs["x"], 1))
+    assert any(isinstance(i, AffineSelect) for i in program.instructions)  # the triangular matrix
+    assert any(isinstance(i, Matmul) for i in program.instructions)
+    assert max(i.dst.partition_count for i in program.instructions if i.opcode == "DMA_COPY" and i.dst.memory == "sbuf") == 128
