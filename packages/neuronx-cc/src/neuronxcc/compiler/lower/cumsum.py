@@ -7,6 +7,11 @@ copied by ScalarE meanwhile). When the dim spans several tiles, the last column 
 result is carried into the first element of the next before its scan. Results are rounded to the
 output dtype by the store's DMA cast. The additions happen in a different order than a sequential
 fp32 scan, so results agree with the graph's ``np.cumsum`` to fp32 rounding, not bit for bit.
+
+With few scans and a long dim, the dim also goes on partitions, each holding the next contiguous
+run: after the per-partition scans, TensorE adds to every partition the sum of the partitions
+before it (a strictly upper-triangular ones matrix, built once by GpSimd AffineSelect, times the
+partitions' totals) plus the running total of the earlier tiles (broadcast by a row of ones).
 """
 
 from __future__ import annotations
