@@ -14,7 +14,7 @@ import warnings
 import pytest
 import torch
 
-# Make ``tnx_helpers`` and ``models.gpt`` importable from every test folder (--import-mode=importlib
+# Make ``tnx_helpers`` importable from every test folder (--import-mode=importlib
 # puts no test folder on sys.path). ``tnx_helpers`` is a name unique across the monorepo.
 sys.path.insert(0, os.path.dirname(__file__))
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import torch
-from models.gpt import GPT, GPTConfig, train
+
+from torch_neuronx.testing import GPT, GPTConfig, train_steps
 
 
 def test_gpt_trains_like_cpu():
-    cpu = train("cpu", steps=20)
-    neuron = train("neuron", steps=20)
-    assert len(neuron) == 20
+    cfg = GPTConfig(n_layers=4, d_model=256, seq_len=128)
+    cpu, _ = train_steps("cpu", steps=20, batch=8, cfg=cfg)
+    neuron, seconds = train_steps("neuron", steps=20, batch=8, cfg=cfg)
+    assert len(neuron) == 20 and seconds > 0
     for step, (n, c) in enumerate(zip(neuron, cpu)):
         assert abs(n - c) <= 1e-6 * abs(c), f"step {step}: neuron {n!r} != cpu {c!r}"
     assert neuron[-1] < neuron[0]  # it learns
@@ -19,7 +21,7 @@ def test_gpt_eval_logits_equal_cpu():
     cfg = GPTConfig(n_layers=2, seq_len=32)
     torch.manual_seed(0)
     model = GPT(cfg).eval()
-    idx = torch.randint(0, cfg.vocab_size, (2, 32))
+    idx = torch.randint(0, cfg.vocab, (2, 32))
     expected = model(idx)
     actual = model.to("neuron")(idx.to("neuron"))
     assert actual.device.type == "neuron"
