@@ -56,3 +56,12 @@ def test_outputs_that_are_not_computed():
         g.add1("constant", value=np.random.default_rng(0).standard_normal((50, 40)).astype(np.float32)),
     ], ["same", "t", "threes", "rows", "squares", "noise"])
     check(g)
+
+
+def test_repeated_outputs_and_an_input_returned_under_its_own_name():
+    g = Graph("edge")
+    x = g.add_input("x", (4, 5), "float32")
+    e = g.add1("exp", x)
+    g.set_outputs([e, e, x, x], ["a", "b", "c", "x"])
+    program = check(g)
+    assert program.tensor("x").kind == "inout" and program.tensor("c").kind == "output"

@@ -38,8 +38,10 @@ class LoweringContext:
         self.constants: dict[str, dict] = {}  # program metadata: data of constant input tensors
         self.group_log: list[dict] = []
         self.names: set[str] = set()
+        output_names = {v.name for v in graph.outputs}
         for v in graph.inputs:
-            self._declare(v.name, v.type.shape, v.type.dtype, "input")
+            # An input returned as an output under its own name is both: already in place.
+            self._declare(v.name, v.type.shape, v.type.dtype, "inout" if v.name in output_names else "input")
             self.views[v.id] = View.hbm(v.name, v.type.shape, v.type.dtype)
         input_names = {v.name for v in graph.inputs}
         for v in graph.outputs:

@@ -77,7 +77,8 @@ def run_fast(program_or_graph, inputs: dict) -> dict[str, np.ndarray]:
         array = np.ascontiguousarray(np.asarray(inputs[v.name]).astype(dtypes.to_numpy(v.type.dtype), copy=False))
         buffers[v.name] = array.reshape(-1).view(np.uint8).copy()
     for v in graph.outputs:
-        buffers[v.name] = np.full(max(v.type.num_elements * dtypes.itemsize(v.type.dtype), 1), 0xFF, dtype=np.uint8)
+        if v.name not in buffers:  # an input returned under its own name is read and "written" in place
+            buffers[v.name] = np.full(max(v.type.num_elements * dtypes.itemsize(v.type.dtype), 1), 0xFF, dtype=np.uint8)
     evaluate(graph, buffers)
     return {v.name: buffers[v.name][: v.type.num_elements * dtypes.itemsize(v.type.dtype)]
             .view(dtypes.to_numpy(v.type.dtype)).reshape(v.type.shape).copy() for v in graph.outputs}
