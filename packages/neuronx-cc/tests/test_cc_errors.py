@@ -126,3 +126,16 @@ def test_huge_shapes_do_not_hang():
     program = compile_graph(g)
     assert program.metadata["groups"][0]["tiles"] >= (1 << 30) // (128 * 4096)
     np.testing.assert_equal(program.tensor("out").shape, (1 << 15, 1 << 15))
+
+
+def test_malformed_graph_dict():
+    with pytest.raises(CompileError, match="malformed"):
+        compile_graph({"inputs": [[0, "x", [3], "float32"]], "nodes": [{"op": "exp", "in": [7], "out": [[1, [3], "float32"]]}],
+                       "outputs": [[1, "y"]]})
+
+
+def test_graph_dict_compiles_like_the_graph():
+    g = Graph("d")
+    x = g.add_input("x", (5, 6), "float32")
+    g.set_outputs([g.add1("tanh", x)], ["y"])
+    assert len(compile_graph(g.to_dict()).instructions) == len(compile_graph(g).instructions)

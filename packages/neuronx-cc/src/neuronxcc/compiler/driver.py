@@ -38,7 +38,10 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
     """
     arch = _arch(arch)
     if isinstance(graph, dict):
-        graph = Graph.from_dict(graph)
+        try:
+            graph = Graph.from_dict(graph)
+        except ValidationError as err:
+            raise CompileError(err.rule, err.detail) from None
     check_graph(graph)
     load_all()
     nodes = live_nodes(graph)
