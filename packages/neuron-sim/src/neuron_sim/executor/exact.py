@@ -108,6 +108,10 @@ class ExactExecutor:
         dst = self.view(ap)
         converted = dtypes.convert(np.asarray(values), ap.dtype)
         dst[...] = converted.reshape(dst.shape)
+        self.mark_written(ap)
+
+    def mark_written(self, ap: AccessPattern) -> None:
+        """Record that ``ap`` now holds data (for the uninitialized-read check)."""
         if ap.memory != HBM and self.uninitialized is not None:
             (self.sbuf if ap.memory == SBUF else self.psum).mark_written(ap, self._dyn_offset(ap))
 

@@ -196,6 +196,18 @@ def _matmul(ex, inst: Matmul):
     moving = ex.read_f32(inst.moving, "moving").reshape(inst.k, inst.n)
     if "tfloat32" in (inst.stationary.dtype, inst.moving.dtype):
         stationary, moving = _tf32(stationary), _tf32(moving)
+    if inst.dst.dtype == "float32":
+        # The usual case: fp32 PSUM. Multiply (and accumulate) in place, without temporaries.
+        acc = ex.read(inst.dst, "dst (accumulate)") if inst.accumulate else ex.view(inst.dst)
+        dst = acc.reshape(inst.m, inst.n)
+        if inst.accumulate:
+            dst += stationary.T @ moving
+        else:
+            np.matmul(stationary.T, moving, out=dst)
+        if not np.shares_memory(dst, acc):  # reshape had to copy: store the result
+            acc[...] = dst.reshape(acc.shape)
+        ex.mark_written(inst.dst)
+        return
     result = stationary.T @ moving  # fp32 multiply-accumulate
     if inst.accumulate:
         result = result + ex.read_f32(inst.dst, "dst (accumulate)").reshape(inst.m, inst.n)

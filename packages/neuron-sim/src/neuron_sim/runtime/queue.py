@@ -19,12 +19,12 @@ from collections import deque
 from collections.abc import Callable, Mapping
 
 from ..errors import ValidationError
+from ..timing import estimate
 from ..trace.records import LaunchRecord
 from .bindings import as_program, bind_buffers
 from .errors import RuntimeUsageError
 from .failure import Failure, raise_failures
 from .task import MARKER, WAIT, WORK, Marker, Submission, Task
-from ..timing import estimate
 from .timing_cache import has_runtime_trip_counts, program_timing
 
 IDLE_EXIT_SECONDS = 5.0
