@@ -20,7 +20,6 @@ import numpy as np
 
 def train_demo(steps: int) -> None:
     import torch
-
     import torch_neuronx
     from torch_neuronx.testing import GPT, GPTConfig
     from torch_neuronx.testing.gpt import batches
