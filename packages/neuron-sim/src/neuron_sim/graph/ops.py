@@ -228,6 +228,31 @@ def _transpose_infer(types, attrs):
 _op("transpose", 1)((_transpose_infer, lambda arrays, attrs, out: [arrays[0].transpose(tuple(attrs["perm"]))]))
 
 
+def _as_strided_infer(types, attrs):
+    shape, strides, offset = tuple(attrs["shape"]), tuple(attrs["strides"]), int(attrs.get("offset", 0))
+    n = types[0].num_elements
+    if len(shape) != len(strides) or any(s < 0 for s in strides) or offset < 0:
+        _fail("graph.as_strided", f"as_strided needs one non-negative stride per dim, got shape {list(shape)} strides {list(strides)}")
+    last = offset + sum((d - 1) * st for d, st in zip(shape, strides) if d > 0)
+    if math.prod(shape) and last >= n:
+        _fail("graph.as_strided", f"as_strided {list(shape)} strides {list(strides)} offset {offset} reaches element {last} "
+              f"of a {n}-element operand")
+    return [TensorType(shape, types[0].dtype)]
+
+
+def _as_strided_eval(arrays, attrs, out_types):
+    """Elements of the operand (taken in row-major order) at ``offset + sum(index * strides)``:
+    how a framework tensor's strided layout over its storage is described."""
+    flat = np.ascontiguousarray(arrays[0]).reshape(-1)
+    size = flat.itemsize
+    start = flat[int(attrs.get("offset", 0)):]
+    return [np.lib.stride_tricks.as_strided(start, tuple(attrs["shape"]), tuple(s * size for s in attrs["strides"]),
+                                            writeable=False)]
+
+
+_op("as_strided", 1)((_as_strided_infer, _as_strided_eval))
+
+
 def _slice_infer(types, attrs):
     start, limit, stride = attrs["start"], attrs["limit"], attrs.get("stride") or [1] * len(attrs["start"])
     shape = []

@@ -125,6 +125,14 @@ class LoweringContext:
             return src.transpose(tuple(a["perm"]))
         if node.op == "slice":
             return src.slice(list(a["start"]), list(a["limit"]), list(a.get("stride") or [1] * len(a["start"])))
+        if node.op == "as_strided":
+            if not src.is_contiguous() and src.kind == "hbm":  # strides of a strided view: copy it dense first
+                dense = self.internal(src.shape, src.dtype, f"_s{node.outputs[0].id}")
+                from .lower.movement import materialize
+
+                materialize(self, src, dense)
+                src = dense
+            return src.as_strided(tuple(a["shape"]), tuple(a["strides"]), int(a.get("offset", 0)))
         view = src.reshape(tuple(a["shape"]))
         if view is None:  # no strides express it: copy the operand into contiguous order first
             from .lower.movement import materialize

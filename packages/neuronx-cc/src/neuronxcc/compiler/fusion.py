@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from .errors import node_error
 from .lower.elementwise_ops import ELEMENTWISE_OPS
 
-VIEW_OPS = frozenset({"broadcast_in_dim", "transpose", "slice", "reshape"})
+VIEW_OPS = frozenset({"broadcast_in_dim", "transpose", "slice", "reshape", "as_strided"})
 LEAF_OPS = frozenset({"constant", "iota"})
 OP_KINDS: dict[str, str] = {
     "argmax": "argreduce", "argmin": "argreduce", "cumsum": "cumsum", "concatenate": "concatenate", "pad": "pad",

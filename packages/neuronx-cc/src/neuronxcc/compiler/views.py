@@ -81,6 +81,13 @@ class View:
         shape = tuple(len(range(s, e, k)) for s, e, k in zip(start, limit, stride))
         return replace(self, shape=shape, strides=tuple(st * k for st, k in zip(self.strides, stride)), offset=offset)
 
+    def as_strided(self, shape, strides, offset: int = 0) -> View:
+        """Elements at ``offset + sum(index * strides)`` of a contiguous view's row-major order."""
+        if self.kind == "scalar":
+            return replace(self, shape=tuple(shape), strides=(0,) * len(shape))
+        return replace(self, shape=tuple(int(s) for s in shape), strides=tuple(int(s) for s in strides),
+                       offset=self.offset + int(offset))
+
     def reshape(self, shape) -> View | None:
         """The same elements in row-major order under ``shape``; None when no strides express it."""
         shape = tuple(int(s) for s in shape)
