@@ -20,7 +20,7 @@ def test_defaults_one_chip_lnc1():
     assert c.visible_cores == tuple(range(8))
     assert c.hbm_bytes_per_core == TRN2.hbm_bytes_per_core
     assert c.launch_blocking is False
-    assert c.sim_mode == "exact"
+    assert c.sim_mode == "fast"
 
 
 def test_lnc2_halves_cores_and_pools_hbm():

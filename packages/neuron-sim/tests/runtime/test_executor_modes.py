@@ -56,8 +56,12 @@ def test_fast_falls_back_for_programs_without_a_graph(h, fast_registered):
     assert fast_registered == []
 
 
+def test_fast_is_the_default_mode(h):
+    assert h.make_runtime().config.sim_mode == "fast"
+
+
 def test_exact_mode_ignores_the_graph(h, fast_registered):
-    rt = h.make_runtime()
+    rt = h.make_runtime(NEURON_SIM_MODE="exact")
     program = h.copy_program()
     program.graph = {"nodes": []}
     assert launch_and_record(rt, program, h.copy_buffers()).executor == "exact"

@@ -32,6 +32,8 @@ from .runtime import Runtime, current_runtime, get_runtime, is_initialized, rese
 from .task import Submission
 from .timing_cache import program_timing
 
+from .. import graph as _graph  # noqa: E402,F401 - registers the fast executor (the default mode)
+
 __all__ = [
     "RuntimeConfig", "Runtime", "Device", "Queue", "Event", "Submission",
     "get_runtime", "reset_runtime", "is_initialized", "current_runtime",

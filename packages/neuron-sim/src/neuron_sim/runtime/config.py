@@ -10,7 +10,9 @@
 * ``NEURON_RT_NUM_CORES``: use the first N of the visible cores (0 means all, as in the real runtime).
 * ``NEURON_LAUNCH_BLOCKING`` (0/1): run every launch synchronously in the caller's thread, so
   errors surface at the launch that caused them.
-* ``NEURON_SIM_MODE`` (exact|fast): which executor runs programs (see ``executors``).
+* ``NEURON_SIM_MODE`` (fast|exact, default fast): which executor runs programs (see ``executors``).
+  ``fast`` evaluates a NEFF's graph-level form over whole tensors; a program without one (an NKI
+  kernel) always runs ``exact``. Timing comes from the ISA program in both modes.
 * ``NEURON_SIM_NUM_CHIPS`` (simulator only, default 1): chips in the simulated instance, to
   give ``NEURON_RT_VISIBLE_CORES`` the index range of a multi-chip instance (a trn2.48xlarge has 16).
 """
@@ -34,6 +36,7 @@ SIM_MODE_ENV = "NEURON_SIM_MODE"
 NUM_CHIPS_ENV = "NEURON_SIM_NUM_CHIPS"
 
 DEFAULT_LNC = 1
+DEFAULT_SIM_MODE = "fast"
 SUPPORTED_LNC = (1, 2)
 
 _ITEM = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -45,7 +48,7 @@ class RuntimeConfig:
     logical_nc_config: int = DEFAULT_LNC
     visible_cores: tuple[int, ...] = ()  # logical core ids, ascending; one device each
     launch_blocking: bool = False
-    sim_mode: str = "exact"
+    sim_mode: str = DEFAULT_SIM_MODE
     num_chips: int = 1
     hbm_capacity: int | None = None  # overrides the per-core HBM size (tests of out-of-memory paths)
 
@@ -176,7 +179,7 @@ def _parse_bool(env, name: str) -> bool:
 def _parse_mode(env) -> str:
     raw = _get(env, SIM_MODE_ENV)
     if raw is None:
-        return "exact"
+        return DEFAULT_SIM_MODE
     mode = raw.lower()
     if mode not in known_modes():
         raise ConfigurationError(f"{SIM_MODE_ENV}={env[SIM_MODE_ENV]!r} is not an executor mode; choose one of {known_modes()}")

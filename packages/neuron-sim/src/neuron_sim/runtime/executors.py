@@ -1,9 +1,9 @@
 """Executor modes: which functional executor runs a launched program.
 
-Only ``exact`` (instruction by instruction, the hardware's numerics) exists today. ``fast`` - an
-evaluator of a program's graph-level form over whole tensors - registers itself here when it is
-written; until then, and for any program without a graph form, ``fast`` runs ``exact``. Timing
-never depends on the mode: it always comes from the ISA program.
+``exact`` runs instruction by instruction with the hardware's numerics. ``fast`` (the default,
+``neuron_sim.graph``) evaluates a program's graph-level form over whole tensors; a program without
+a graph form (an NKI kernel) runs ``exact`` under it. Timing never depends on the mode: it always
+comes from the ISA program.
 
 A factory takes the Architecture and returns an object with ``run(program, buffers)``, where
 ``buffers`` maps every tensor name to a flat uint8 array. A device makes one executor per mode
