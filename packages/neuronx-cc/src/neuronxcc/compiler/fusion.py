@@ -9,8 +9,12 @@
   have its shape and no dependency path leaves the group and comes back (that would be a cycle);
   it may merge several independent such groups. A node that reads a group's reduction, or reads a
   group's value through a view op, starts a new group (those values must be complete in HBM first).
+* **matmul** groups: a ``dot_general`` plus its *epilogue* - the elementwise nodes over the dot's
+  result shape that read it (or read an epilogue value) directly. The epilogue runs on each output
+  tile while it leaves PSUM (bias add, activation, scaling, dtype cast), so the raw product never
+  makes an HBM round trip. Reductions and values read through view ops start new groups.
 * every other op is a group of its own kind (``argreduce``, ``cumsum``, ``concatenate``, ``pad``,
-  ...), looked up in ``OP_KINDS``; later lowerings (matmul, gather/scatter) register a kind there
+  ``gather``, ``scatter``, ...), looked up in ``OP_KINDS``; new lowerings register a kind there
   and a lowering in ``lower.LOWERINGS``.
 
 Values a group produces that anything outside it reads (or that are graph outputs) are stored to
@@ -28,7 +32,11 @@ VIEW_OPS = frozenset({"broadcast_in_dim", "transpose", "slice", "reshape", "as_s
 LEAF_OPS = frozenset({"constant", "iota"})
 OP_KINDS: dict[str, str] = {
     "argmax": "argreduce", "argmin": "argreduce", "cumsum": "cumsum", "concatenate": "concatenate", "pad": "pad",
+    "dot_general": "matmul", "gather": "gather", "take_along_axis": "take_along_axis", "scatter": "scatter",
+    "index_add": "index_add",
 }
+# Group kinds whose groups absorb elementwise consumers of their result (an epilogue per output tile).
+EPILOGUE_KINDS = frozenset({"matmul"})
 MAX_FUSED_NODES = 48  # bounds the SBUF a tile of one group needs
 
 
@@ -37,7 +45,7 @@ class Group:
     id: int
     kind: str
     nodes: list = field(default_factory=list)
-    space: tuple | None = None  # fused: the iteration shape
+    space: tuple | None = None  # fused: the iteration shape; matmul: the dot's result shape
     reduce_dims: tuple | None = None  # fused: dims its reductions reduce (one set per group)
     deps: set = field(default_factory=set)  # ids of the groups it depends on, transitively
     direct: set = field(default_factory=set)  # ids of the groups it reads from
@@ -104,13 +112,20 @@ def partition(nodes: list, folded=()) -> list[Group]:
             direct = [n for n, via in srcs if not via]
             siblings = [g for v in node.inputs for g in readers.get(v.id, ())]
             for g in [group_of[id(n)] for n in direct] + siblings:
-                if g.kind != "fused" or g.space != space or g in candidates:
+                if g.space != space or g in candidates:
                     continue
-                if node.op == "reduce" and g.reduce_dims not in (None, dims):
+                if g.kind in EPILOGUE_KINDS:  # an epilogue: elementwise consumers of the product only
+                    if node.op == "reduce":
+                        continue
+                elif g.kind != "fused" or (node.op == "reduce" and g.reduce_dims not in (None, dims)):
                     continue
                 candidates.append(g)
+            # Joining a matmul's epilogue wins over fused groups (those values are loaded instead).
+            candidates.sort(key=lambda g: g.kind not in EPILOGUE_KINDS)
             chosen: list[Group] = []
             for g in candidates:
+                if chosen and (g.kind in EPILOGUE_KINDS or chosen[0].kind in EPILOGUE_KINDS):
+                    continue  # an epilogue joins one matmul group and never merges groups
                 # Reading g's reduction, or g's value through a view op, needs g complete in HBM first;
                 # another source depending on g would close a cycle.
                 bad = any((n.op == "reduce" or via) and group_of[id(n)] is g for n, via in srcs)
@@ -138,7 +153,7 @@ def partition(nodes: list, folded=()) -> list[Group]:
             kind = OP_KINDS.get(node.op)
             if kind is None:
                 raise node_error(node, "compile.unsupported_op", f"no lowering for op {node.op!r} yet")
-            target = new_group(kind, node)
+            target = new_group(kind, node, space=node.outputs[0].type.shape if kind in EPILOGUE_KINDS else None)
         if target.kind == "fused":
             for v in node.inputs:
                 src = producer.get(v.id)
