@@ -152,11 +152,22 @@ def test_sum_of_two_products():
 
 def test_epilogue_on_packed_batches():
     g = Graph("packed")
-    a = g.add_input("a", (32, 6, 8), "float32")
-    b = g.add_input("b", (32, 8, 5), "float32")
+    a = g.add_input("a", (32, 6, 40), "float32")  # K = 40: TensorE (shorter K goes to VectorE)
+    b = g.add_input("b", (32, 40, 5), "float32")
     bias = g.add_input("bias", (32, 1, 5), "float32")
     y = g.add1("dot_general", a, b, lhs_batch=(0,), rhs_batch=(0,), lhs_contract=(2,), rhs_contract=(1,))
     y = g.add1("add", y, g.add1("broadcast_in_dim", g.add1("reshape", bias, shape=(32, 5)), shape=(32, 6, 5), dims=(0, 2)))
     g.set_outputs([g.add1("sigmoid", y)], ["out"])
     program = check(g, integer_inputs(g))
     assert program.metadata["groups"][0]["pack"] > 1
+
+
+def test_epilogue_on_vector_engine_batches():
+    g = Graph("vector")
+    a = g.add_input("a", (200, 6, 8), "bfloat16")
+    b = g.add_input("b", (200, 8, 5), "bfloat16")
+    y = g.add1("dot_general", a, b, lhs_batch=(0,), rhs_batch=(0,), lhs_contract=(2,), rhs_contract=(1,))
+    g.set_outputs([y, g.add1("relu", y)], ["y", "relu"])
+    program = check(g, integer_inputs(g))
+    (group,) = program.metadata["groups"]
+    assert group["engine"] == "vector" and dma_counts(program) == (2 * group["tiles"], 2 * group["tiles"])

@@ -22,10 +22,11 @@ module emits it:
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from neuron_sim import dtypes
-from neuron_sim.isa import Matmul, Memset, TensorCopy, Transpose
+from neuron_sim.isa import Matmul, Memset, TensorCopy, TensorTensor, Transpose
 from neuron_sim.memory.access_pattern import PSUM
 
 from ..dma import hbm_pattern
@@ -53,6 +54,10 @@ from .tiles import TileCtx
 
 TENSOR_INPUTS = ("bfloat16", "float16", "float32", "float8_e4m3", "float8_e5m2")
 EPILOGUE_BUFFERS = 3
+# Batches of tiny products go to VectorE (see MatmulLowering._vector_shape).
+VECTOR_MAX_K = 16
+VECTOR_MAX_RESULT = 512
+VECTOR_MIN_BATCH = 32
 STAGING_SLOTS = 2
 LA_MAX = 16
 TRANSPOSE_BANKS = 3  # PSUM banks for transposes: TensorE fills one while others are copied out
@@ -195,6 +200,9 @@ class MatmulLowering:
     def run(self) -> None:
         ctx = self.ctx
         self.em.location = self.dot.location
+        if self._vector_shape() is not None:
+            self._run_vector()
+            return
         roles, max_free, epi_bytes = self._epilogue_bytes()
         budget = int(0.8 * self.arch.sbuf_usable_bytes_per_partition) - epi_bytes
         out_tile_bytes = sum(self.ops[0].tile * self.ops[1].tile * self.count * dtypes.itemsize(d.dtype) for d in self.dests)
@@ -215,6 +223,7 @@ class MatmulLowering:
         n_tiles = sum(1 for s in sched.steps if s.last)
         ctx.group_log.append({
             "kind": "matmul", "ops": [n.op for n in self.group.nodes], "shape": list(self.out.type.shape),
+            "engine": "tensor",
             "m": self.ops[0].free.size, "n": self.ops[1].free.size, "k": self.k_elems, "tiles": n_tiles,
             "k_steps": len(self.ksteps), "k_groups": len(sched.kgroups), "pack": self.count,
             "resident": sched.order, "block": sched.block,
@@ -485,19 +494,22 @@ class MatmulLowering:
         return Box(offsets, ms, mp.strides[2:], False, tuple(free))
 
     def _epilogue(self, st, acc, ms, ns, G) -> None:
-
-        tc, em = self.tc, self.em
         box = self._box(st, ms, ns, G)
-        tc.set_box(box, self.evacs)
+        self.tc.set_box(box, self.evacs)
         self.evacs += 1
-        counts = tc.counts
-        psum = tile_ap(acc, ms, counts)
+        self._finish_tile(box, tile_ap(acc, ms, self.tc.counts))
+
+    def _finish_tile(self, box: Box, product) -> None:
+        """The epilogue of one result tile: ``product`` (fp32, PSUM or SBUF) -> the dot's dtype ->
+        the epilogue nodes -> stores of the values read elsewhere (``tc`` is set to ``box``)."""
+        tc, em = self.tc, self.em
+        psum = product
         out = self.out
         stored = {v.id for v in self.stores}
         readers = [n for n in self.epilogue for x in n.inputs if x.id == out.id]
         direct = (out.type.dtype == "float32" and out.id not in stored and len(readers) == 1
                   and readers[0].op in PSUM_READERS)
-        if direct:
+        if direct or (out.type.dtype == "float32" and psum.memory != PSUM):
             env = {out.id: Operand("float32", ap=psum)}
         else:
             dot = tc.result(("dot", out.id), onchip_dtype(out.type.dtype))
@@ -516,3 +528,78 @@ class MatmulLowering:
                 src = copy.ap
             tc.store(dest, box, len(self.leaves) + k, src)
         em.location = self.dot.location
+
+    # --- batches of tiny products on VectorE --------------------------------------------------------
+    def _vector_shape(self):
+        """(partition axis, other outer axes) when the dot is a batch of tiny products better done on
+        VectorE: with K tiny, TensorE stripes would use K partitions (one DMA engine per 8) and
+        load in runs of a few bytes; with the batch on partitions instead, every operand loads in
+        contiguous rows and a tile of 128 products costs 2K - 1 VectorE instructions."""
+        mp, np_ = self.ops[0].free, self.ops[1].free
+        if self.kouter or not self.outer or self.kp.size == 0:
+            return None
+        if self.kp.size > VECTOR_MAX_K or mp.size * np_.size > VECTOR_MAX_RESULT:
+            return None
+        p = max(range(len(self.outer)), key=lambda i: (self.outer[i].size, i))
+        if self.outer[p].size < VECTOR_MIN_BATCH:
+            return None
+        return self.outer[p], self.outer[:p] + self.outer[p + 1:]
+
+    def _run_vector(self) -> None:
+        ctx, em = self.ctx, self.em
+        part, loops = self._vector_shape()
+        mp, np_, kp = self.ops[0].free, self.ops[1].free, self.kp
+        M, N, K = mp.size, np_.size, kp.size
+        roles, _, _ = self._epilogue_bytes()
+        P = self.arch.num_partitions
+        dts = [d if d not in ("int64", "uint64") else "float32" for d in (self.views[0].dtype, self.views[1].dtype)]
+        dts = [onchip_dtype(d) for d in dts]
+        tiles = 0
+        with Scope(ctx.builder) as scope:
+            tc = TileCtx(em, scope, max(M * N, M * K, K * N), buffers=EPILOGUE_BUFFERS)
+            tc.roles = roles
+            self.tc = tc
+            combos = itertools.product(*[range(a.size) for a in loops])
+            tapes = []
+            for combo in combos:
+                base = [o + sum(i * a.strides[f] for i, a in zip(combo, loops)) for f, o in enumerate(self.base)]
+                for c0 in range(0, part.size, P):
+                    pc = min(P, part.size - c0)
+                    offs = [b + c0 * part.strides[f] for f, b in enumerate(base)]
+                    box = Box(tuple(offs[2:]), pc, part.strides[2:], False,
+                              (FreeDim(mp.strides[2:], M, False), FreeDim(np_.strides[2:], N, False)))
+                    tc.set_box(box, tiles)
+                    em.record()
+                    lhs = self._vector_load("lhs", 0, dts[0], offs[0], pc, part, [(mp, M), (kp, K)])
+                    rhs = self._vector_load("rhs", 1, dts[1], offs[1], pc, part, [(kp, K), (np_, N)])
+                    acc = tile_ap(tc.buffer("acc", "float32"), pc, (M, N))
+                    engine = em.pick("vector", "gpsimd")
+                    for k in range(K):
+                        a = lhs.__class__(lhs.memory, lhs.dtype, lhs.partition_start, pc, ((K, M), (0, N)),
+                                          lhs.offset + k * lhs.itemsize)
+                        b = rhs.__class__(rhs.memory, rhs.dtype, rhs.partition_start, pc, ((0, M), (1, N)),
+                                          rhs.offset + k * N * rhs.itemsize)
+                        if k == 0:
+                            em.emit(TensorTensor(dst=acc, in0=a, in1=b, op="multiply", engine=engine))
+                        else:
+                            tmp = tile_ap(tc.buffer("product", "float32"), pc, (M, N))
+                            em.emit(TensorTensor(dst=tmp, in0=a, in1=b, op="multiply", engine=engine))
+                            em.emit(TensorTensor(dst=acc, in0=acc, in1=tmp, op="add", engine=engine))
+                    self._finish_tile(box, acc)
+                    tapes.append(em.stop())
+                    tiles += 1
+            em.pipelined(tapes, EPILOGUE_BUFFERS)
+        ctx.group_log.append({
+            "kind": "matmul", "ops": [n.op for n in self.group.nodes], "shape": list(self.out.type.shape),
+            "m": M, "n": N, "k": K, "tiles": tiles, "engine": "vector", "batch": part.size,
+        })
+
+    def _vector_load(self, role, index, dtype, offset, pc, part, dims):
+        """A [pc, a, b] tile of operand ``index``: the batch on partitions, dense in SBUF."""
+        view = self.views[index]
+        counts = [n for _, n in dims]
+        tile = tile_ap(self.tc.buffer(role, dtype), pc, (math.prod(counts),))
+        src = hbm_pattern(view.tensor, view.dtype, offset, part.strides[index], pc,
+                          [(a.strides[index], n) for a, n in dims if n > 1])
+        self.em.load(tile, src)
+        return tile
