@@ -203,3 +203,14 @@ def test_random_shapes():
         g = dot_graph(lshape, rshape, dtype, lhs_batch=(0,), rhs_batch=(0,), lhs_contract=(1 if lhs_t else 2,),
                       rhs_contract=(2 if rhs_t else 1,))
         check_dot(g, seed=int(rng.integers(1000)))
+
+
+def test_very_long_contraction_streams_k_groups():
+    """K too long to keep a stripe in SBUF: K groups go outermost, each output tile keeps its own
+    PSUM bank across them, and every stripe is still loaded once."""
+    g = dot_graph((200, 40000), (40000, 300), "float32", **MK_KN)
+    program = check_dot(g)
+    (group,) = program.metadata["groups"]
+    assert group["k_groups"] > 1 and group["resident"].endswith("k-outer")
+    per_group = group["loads"] / group["k_groups"]
+    assert per_group == 2 + 1  # two lhs M tiles and one rhs N tile per K group, each loaded once

@@ -208,7 +208,7 @@ class MatmulLowering:
         out_tile_bytes = sum(self.ops[0].tile * self.ops[1].tile * self.count * dtypes.itemsize(d.dtype) for d in self.dests)
         try:
             self.sched = schedule(self.groups, self.ops, self.ksteps, budget, self._staging_bytes,
-                                  out_tile_bytes, self.count)
+                                  out_tile_bytes, self.count, self._acc_banks())
         except MemoryError as err:
             raise node_error(self.dot, "compile.matmul_sbuf", f"{err} (budget {budget} bytes per partition)") from None
         sched = self.sched
@@ -248,7 +248,7 @@ class MatmulLowering:
                 self.staging.append([])
         bank_fp32 = self.arch.psum_bank_bytes // 4
         transposed = [op for op in self.ops if op.transposed]
-        n_acc = self.arch.psum_banks - (TRANSPOSE_BANKS if transposed else 0)
+        n_acc = self._acc_banks()
         self.acc_banks = [scope.psum(bank_fp32, "float32") for _ in range(n_acc)]
         self.tr_banks = {}
         for op in transposed:
@@ -256,6 +256,9 @@ class MatmulLowering:
                 self.tr_banks[op.dtype] = [scope.psum(self.arch.psum_bank_bytes // op.itemsize, op.dtype)
                                            for _ in range(TRANSPOSE_BANKS)]
         self.tr_cursor = 0
+
+    def _acc_banks(self) -> int:
+        return self.arch.psum_banks - (TRANSPOSE_BANKS if any(op.transposed for op in self.ops) else 0)
 
     def _emit_all(self) -> None:
         sched = self.sched
@@ -270,6 +273,7 @@ class MatmulLowering:
         self.transposed_done = [[], []]  # per operand: transposes-emitted flags in staging order
         self.staging_index = {}
         self.acc_cursor = 0
+        self.acc_of = {}
         self.evacs = 0
         for t, st in enumerate(steps):
             self._advance(t, False)
@@ -463,10 +467,11 @@ class MatmulLowering:
         ms, ns = lhs.sizes[st.mt][1], rhs.sizes[st.nt][1]
         gl, gr = (G if lhs.varies else 1), (G if rhs.varies else 1)
         lstride, rstride = aligned(gl * ms, lhs.itemsize), aligned(gr * ns, rhs.itemsize)
+        tile = (st.group, st.mt, st.nt)  # a tile's K groups may interleave with other tiles' (k-outer)
         if st.first:
-            self.acc = self.acc_banks[self.acc_cursor % len(self.acc_banks)]
+            self.acc_of[tile] = self.acc_banks[self.acc_cursor % len(self.acc_banks)]
             self.acc_cursor += 1
-        acc = self.acc
+        acc = self.acc_of.pop(tile) if st.last else self.acc_of[tile]
         idx = self.sched.kgroups[st.kg]
         if not self.ksteps:  # contraction over nothing: the product is zero
             self.em.emit(Memset(dst=tile_ap(acc, ms, (G * ns,)), value=0.0, engine="vector"))

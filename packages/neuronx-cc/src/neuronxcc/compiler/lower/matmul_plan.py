@@ -189,7 +189,7 @@ def _stripe_key(op: Side, group: OuterGroup, tile: int, kg: int) -> tuple:
 
 
 def schedule(groups: list[OuterGroup], ops: tuple[Side, Side], ksteps: list[KStep], budget: int,
-             staging_bytes, out_bytes_per_tile: float, pack_count: int) -> Schedule:
+             staging_bytes, out_bytes_per_tile: float, pack_count: int, acc_banks: int = 6) -> Schedule:
     """Pick the resident operand, its block size and the K grouping; simulate the stripe cache.
 
     ``staging_bytes(k_steps_per_group)``: SBUF per partition for row-major staging of transposed loads.
@@ -218,9 +218,17 @@ def schedule(groups: list[OuterGroup], ops: tuple[Side, Side], ksteps: list[KSte
                 while options[-1][0] > 1 and len(options) < 4:  # smaller blocks spread the loads out
                     options.append((-(-options[-1][0] // 2), 2))
             else:  # K too long to keep: both operands stream K group by K group
-                if STRIPE_RING * (rb + sb) + stg > budget:
+                options = []
+                if STRIPE_RING * (rb + sb) + stg <= budget:
+                    options.append((1, 1))
+                # K groups outermost: every output tile of a batch position keeps its own PSUM bank
+                # while each stripe is loaded once (the resident operand's stripes of one K group
+                # are all kept while the other's stream past)
+                if (tiles[0] * tiles[1] <= acc_banks and 2 * tiles[resident] * rb + STRIPE_RING * sb + stg <= budget
+                        and tiles[0] * tiles[1] > 1):
+                    options.append((tiles[resident], "k_outer"))
+                if not options:
                     continue
-                options = [(1, 1)]
             kgroups = [list(range(i, min(nk, i + kg_size))) for i in range(0, nk, kg_size)] if ksteps else [[]]
             for block, sets in options:
                 sched = _simulate(groups, ops, resident, block, sets, kgroups, out_bytes_per_tile, ksteps)
@@ -244,17 +252,27 @@ def _kgroup_sizes(nk: int):
 def _simulate(groups, ops, resident, block, sets, kgroups, out_bytes_per_tile, ksteps) -> Schedule:
     res, stream = ops[resident], ops[1 - resident]
     steps: list[Step] = []
+    nkg = len(kgroups)
     for gi in range(len(groups)):
+        if sets == "k_outer":
+            for k in range(nkg):
+                for s in range(len(stream.sizes)):
+                    for r in range(len(res.sizes)):
+                        mt, nt = (r, s) if resident == 0 else (s, r)
+                        steps.append(Step(gi, mt, nt, k, k == 0, k == nkg - 1))
+            continue
         res_tiles = range(len(res.sizes))
         for b0 in range(0, len(res.sizes), block):
             blk = list(res_tiles[b0:b0 + block])
             for s in range(len(stream.sizes)):
                 for r in blk:
                     mt, nt = (r, s) if resident == 0 else (s, r)
-                    for k in range(len(kgroups)):
-                        steps.append(Step(gi, mt, nt, k, k == 0, k == len(kgroups) - 1))
+                    for k in range(nkg):
+                        steps.append(Step(gi, mt, nt, k, k == 0, k == nkg - 1))
     caps = [STRIPE_RING, STRIPE_RING]
-    if len(kgroups) == 1:  # the resident operand keeps a block (two while the next block loads)
+    if sets == "k_outer":  # one K group's resident stripes, and the next group's while it loads
+        caps[resident] = 2 * block
+    elif nkg == 1:  # the resident operand keeps a block (two while the next block loads)
         caps[resident] = block * sets
     fills: list[Fill] = []
     for o, op in enumerate(ops if ksteps else ()):  # a contraction over nothing loads nothing
@@ -270,7 +288,8 @@ def _simulate(groups, ops, resident, block, sets, kgroups, out_bytes_per_tile, k
             st = steps[t]
             fills.append(Fill(o, accesses[t], slot, t, prev, st.group, st.mt if o == 0 else st.nt, st.kg))
     fills.sort(key=lambda f: (f.first_use, f.operand))
-    sched = Schedule("lhs" if resident == 0 else "rhs", block, kgroups, steps, fills, (caps[0], caps[1]), 0.0)
+    order = ("lhs" if resident == 0 else "rhs") + (" k-outer" if sets == "k_outer" else "")
+    sched = Schedule(order, block, kgroups, steps, fills, (caps[0], caps[1]), 0.0)
     sched.estimate_ns = _estimate(sched, ops, ksteps, groups, out_bytes_per_tile)
     return sched
 
