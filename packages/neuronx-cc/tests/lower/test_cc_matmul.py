@@ -214,3 +214,25 @@ def test_very_long_contraction_streams_k_groups():
     assert group["k_groups"] > 1 and group["resident"].endswith("k-outer")
     per_group = group["loads"] / group["k_groups"]
     assert per_group == 2 + 1  # two lhs M tiles and one rhs N tile per K group, each loaded once
+
+
+def test_operand_transposed_once_into_hbm_when_it_would_stream_many_times(monkeypatch):
+    """Neither operand of a large x @ w.T fits SBUF transposed: x is transposed once into an HBM
+    scratch (TensorE, whole PSUM banks) and then streamed directly instead of re-transposed per stripe."""
+    g = dot_graph((4096, 4096), (16384, 4096), "bfloat16", lhs_contract=(1,), rhs_contract=(1,))
+    program = compile_graph(g)
+    kinds = [grp["kind"] for grp in program.metadata["groups"]]
+    assert kinds == ["transpose", "matmul"] and program.metadata["groups"][1]["pretransposed"] == 0
+    assert estimate(program).summary["mfu_estimated_percent"] > 88.0
+
+
+def test_pretransposed_operands_agree(monkeypatch):
+    from neuronxcc.compiler.lower import matmul
+
+    monkeypatch.setattr(matmul, "PRETRANSPOSE_MIN", 0)
+    monkeypatch.setattr(matmul, "PRETRANSPOSE_REPEATS", 0.0)
+    monkeypatch.setattr(matmul, "PRETRANSPOSE_GAIN", 100.0)
+    g = dot_graph((2, 300, 200), (2, 500, 200), "bfloat16",
+                  lhs_batch=(0,), rhs_batch=(0,), lhs_contract=(2,), rhs_contract=(2,))
+    program = check_dot(g)
+    assert program.metadata["groups"][-1]["pretransposed"] in (0, 1)

@@ -53,6 +53,10 @@ from .matmul_plan import (
 from .tiles import TileCtx
 
 TENSOR_INPUTS = ("bfloat16", "float16", "float32", "float8_e4m3", "float8_e5m2")
+PRETRANSPOSE_MIN = 1 << 20  # elements: smaller operands are never worth an extra pass through HBM
+PRETRANSPOSE_REPEATS = 1.5  # considered when the schedule would transpose an operand this many times over
+PRETRANSPOSE_GAIN = 0.97  # taken when the estimate (pre-pass included) is below this fraction
+PRETRANSPOSE_FIXED_NS = 5000.0
 EPILOGUE_BUFFERS = 3
 # Batches of tiny products go to VectorE (see MatmulLowering._vector_shape).
 VECTOR_MAX_K = 16
@@ -97,9 +101,65 @@ def lower_matmul(ctx, group) -> None:
                 seen.add(v.id)
                 leaves.append(v)
     leaf_views = [ctx.resolve(v) for v in leaves]
-    MatmulLowering(ctx, group, dot, epilogue, lhs_view, rhs_view, leaves, leaf_views, stores, dests).run()
+    args = (ctx, group, dot, epilogue, lhs_view, rhs_view, leaves, leaf_views, stores, dests)
+    lowering = MatmulLowering(*args)
+    if lowering._vector_shape() is None:
+        lowering = _maybe_pretranspose(lowering, args)
+    lowering.run()
     for v, d in zip(stores, dests):
         ctx.views[v.id] = d
+
+
+def _transposed_layout(lowering, i: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The dim order (batch, contraction, free) an operand is rewritten in so that its free dims
+    are the contiguous ones, and the scratch shape."""
+    a = lowering.dot.attrs
+    batch, contract = (tuple(a.get("lhs_batch", ())), tuple(a.get("lhs_contract", ()))) if i == 0 else (
+        tuple(a.get("rhs_batch", ())), tuple(a.get("rhs_contract", ())))
+    view = lowering.views[i]
+    perm = batch + contract + tuple(d for d in range(len(view.shape)) if d not in batch + contract)
+    return perm, tuple(view.shape[d] for d in perm)
+
+
+def _maybe_pretranspose(lowering, args):
+    """An operand that would be transposed on TensorE for every stripe it streams through (neither
+    operand fits SBUF transposed, e.g. a 4096x4096 activation times a 16384x4096 weight) is cheaper
+    transposed once into an HBM scratch and then loaded directly: compare the estimates."""
+    from .movement import TRANSPOSE_DTYPES, materialize
+
+    lowering.plan()
+    best = (lowering.sched.estimate_ns, lowering, ())
+    ctx = lowering.ctx
+    for i, op in enumerate(lowering.ops):
+        view = lowering.views[i]
+        if not op.transposed or view.dtype not in TRANSPOSE_DTYPES or view.num_elements < PRETRANSPOSE_MIN:
+            continue
+        transposed = sum(lowering._fill_bytes(f) // op.itemsize for f in lowering.sched.fills if f.operand == i)
+        if transposed < PRETRANSPOSE_REPEATS * view.num_elements:
+            continue
+        perm, shape = _transposed_layout(lowering, i)
+        inverse = tuple(perm.index(d) for d in range(len(perm)))
+        alt_views = list(args[4:6])
+        alt_views[i] = View.hbm("<pretransposed>", shape, view.dtype).transpose(inverse)
+        alt = MatmulLowering(*args[:4], *alt_views, *args[6:])
+        alt.plan()
+        prepass = 2 * view.num_elements * dtypes.itemsize(view.dtype) / DMA_BYTES_PER_NS + PRETRANSPOSE_FIXED_NS
+        if alt.sched.estimate_ns + prepass < PRETRANSPOSE_GAIN * best[0]:
+            best = (alt.sched.estimate_ns + prepass, alt, (i, perm, shape))
+    if not best[2]:
+        return lowering
+    alt = best[1]
+    i, perm, shape = best[2]
+    view = lowering.views[i]
+    scratch = ctx.internal(shape, view.dtype, f"_mmT{lowering.dot.inputs[i].id}")
+    ctx.em.location = lowering.dot.location
+    materialize(ctx, view.transpose(perm), scratch)  # TensorE transposes, once
+    inverse = tuple(perm.index(d) for d in range(len(perm)))
+    views = list(alt.views)
+    views[i] = scratch.transpose(inverse)
+    alt.views = tuple(views)
+    alt.pretransposed = i
+    return alt
 
 
 def _hbm_operand(ctx, v) -> View:
@@ -122,6 +182,8 @@ class MatmulLowering:
         self.leaves, self.leaf_views = leaves, leaf_views
         self.stores, self.dests = stores, dests
         self.out = dot.outputs[0]
+        self.sched = None
+        self.pretransposed = None  # the operand first transposed into an HBM scratch, if any
         self._canonical()
 
     # --- canonical form -------------------------------------------------------------------------
@@ -197,13 +259,11 @@ class MatmulLowering:
         return total
 
     # --- emission -----------------------------------------------------------------------------------
-    def run(self) -> None:
-        ctx = self.ctx
-        self.em.location = self.dot.location
-        if self._vector_shape() is not None:
-            self._run_vector()
+    def plan(self) -> None:
+        """Tiles, stripes and their order (``self.sched``); nothing is emitted."""
+        if getattr(self, "sched", None) is not None:
             return
-        roles, max_free, epi_bytes = self._epilogue_bytes()
+        self.roles, self.max_free, epi_bytes = self._epilogue_bytes()
         budget = int(0.8 * self.arch.sbuf_usable_bytes_per_partition) - epi_bytes
         out_tile_bytes = sum(self.ops[0].tile * self.ops[1].tile * self.count * dtypes.itemsize(d.dtype) for d in self.dests)
         try:
@@ -211,6 +271,15 @@ class MatmulLowering:
                                   out_tile_bytes, self.count, self._acc_banks())
         except MemoryError as err:
             raise node_error(self.dot, "compile.matmul_sbuf", f"{err} (budget {budget} bytes per partition)") from None
+
+    def run(self) -> None:
+        ctx = self.ctx
+        self.em.location = self.dot.location
+        if self._vector_shape() is not None:
+            self._run_vector()
+            return
+        self.plan()
+        roles, max_free = self.roles, self.max_free
         sched = self.sched
         self.psum_store_dtype = None
         with Scope(ctx.builder) as scope:
@@ -228,6 +297,7 @@ class MatmulLowering:
             "k_steps": len(self.ksteps), "k_groups": len(sched.kgroups), "pack": self.count,
             "resident": sched.order, "block": sched.block,
             "transposed": [op.transposed for op in self.ops], "loads": len(sched.fills),
+            "pretransposed": self.pretransposed,
         })
 
     def _allocate(self, scope: Scope) -> None:

@@ -213,6 +213,8 @@ def schedule(groups: list[OuterGroup], ops: tuple[Side, Side], ksteps: list[KSte
                     continue
                 if len(groups) == 1 and tiles[resident] * rb <= room:
                     options = [(tiles[resident], 1)]
+                elif room < 2 * rb:  # one resident stripe at a time (the next loads after it)
+                    options = [(1, 1)]
                 else:
                     options = [(max(1, min(tiles[resident], room // (2 * rb))), 2)]
                 while options[-1][0] > 1 and len(options) < 4:  # smaller blocks spread the loads out
@@ -337,7 +339,6 @@ def _estimate(sched: Schedule, ops, ksteps, groups, out_bytes_per_tile) -> float
     by_step: dict[int, list] = {}
     for f in fills:
         by_step.setdefault(f.first_use, []).append(f)
-    end = [0.0] * len(steps)
     dma = DMA_FIXED_NS
     tensor = 0.0
     for t, st in enumerate(steps):
@@ -347,8 +348,14 @@ def _estimate(sched: Schedule, ops, ksteps, groups, out_bytes_per_tile) -> float
             op = ops[f.operand]
             cols = op.sizes[f.tile][1] * (groups[f.group].count if op.varies else 1)
             rows = sum(ksteps[k].rows for k in kgroups[f.kg]) if ksteps else 0
-            free_at = end[f.prev_last_use] if f.prev_last_use >= 0 else 0.0
-            dma = max(dma, free_at) + rows * cols * op.itemsize / DMA_BYTES_PER_NS
+            # the buffer frees progressively as its last reader's matmuls pass it (the loads are
+            # chunked by K steps and dependencies are tracked per 64-byte block): from that step's start
+            free_at = sched.step_start[f.prev_last_use] if f.prev_last_use >= 0 else 0.0
+            if op.transposed:  # rows load into staging early; only the transposes need the stripe free
+                dma += rows * cols * op.itemsize / DMA_BYTES_PER_NS
+                ready = max(ready, free_at)
+            else:
+                dma = max(dma, free_at) + rows * cols * op.itemsize / DMA_BYTES_PER_NS
             sched.fill_ready[id(f)] = dma
             ready = max(ready, dma)
             if op.transposed:
@@ -357,7 +364,6 @@ def _estimate(sched: Schedule, ops, ksteps, groups, out_bytes_per_tile) -> float
         work = g * max(1, len(kgroups[st.kg])) * matmul_ns(rhs.sizes[st.nt][1], mm_dtype)
         sched.step_start.append(max(tensor, ready))
         tensor = max(tensor, ready) + transposes + work
-        end[t] = tensor
         if st.last and dma > tensor:  # a store competes with loads only while they are behind
             dma += out_bytes_per_tile / DMA_BYTES_PER_NS
     return max(tensor, dma) + DMA_FIXED_NS
