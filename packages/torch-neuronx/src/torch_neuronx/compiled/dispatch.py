@@ -1,0 +1,179 @@
+"""The kernel behind every ATen op on ``neuron`` tensors: compiled on the NeuronCore, or CPU fallback.
+
+Per call: compute the signature (op, tensor shapes/strides/dtypes, other arguments), look the
+compiled op up (memory, then disk, then trace + compile), and launch it on the current stream.
+Calls that cannot run on the device (no lowering, a dtype the hardware lacks, CPU operands,
+random numbers, data-dependent results, views) go to the CPU fallback, which records them.
+This runs for every op, so the hit path does as little as it can: per-op facts are computed once.
+
+Options (docs/environment.md):
+
+* ``TORCH_NEURONX_EAGER_BACKEND`` = ``compiled`` (default) or ``fallback`` (every op through CPU
+  kernels; useful to bisect a numerics difference).
+* ``TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1``: an op the compiler accepts but then
+  fails to compile raises instead of falling back (ops without any lowering still fall back).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import torch
+
+from .. import _state
+from ..ops import fallback, tracking
+from .build import build
+from .cache import CACHE
+from .dtypes import NotLowerable
+from .launch import launch
+from .signature import call_signature
+from .variants import mutated_arguments
+
+BACKEND_ENV = "TORCH_NEURONX_EAGER_BACKEND"
+STRICT_ENV = "TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS"
+_BACKENDS = ("compiled", "fallback")
+
+
+class CompileFailedWarning(UserWarning):
+    """The compiler accepted an op but failed on it; the op ran through CPU fallback."""
+
+
+class OpFacts:
+    """What the hit path needs to know about an op, computed on its first call."""
+
+    __slots__ = ("refused", "name", "written")
+
+    def __init__(self, op):
+        self.name = op._schema.name
+        self.refused = _refused(op)
+        positional = [a.name for a in op._schema.arguments if not a.kwarg_only]
+        # Where each written argument is: (position if positional, name).
+        self.written = [(positional.index(n) if n in positional else None, n) for n in mutated_arguments(op)]
+
+    def written_tensors(self, args, kwargs) -> list[torch.Tensor]:
+        out = []
+        for pos, name in self.written:
+            value = args[pos] if pos is not None and pos < len(args) else kwargs[name]
+            if isinstance(value, (list, tuple)):
+                out.extend(value)
+            else:
+                out.append(value)
+        return out
+
+
+_FACTS: dict = {}
+
+
+def _refused(op) -> bool:
+    """Ops that never compile: views (metadata only), random draws, host results, dynamic shapes."""
+    if op._schema.name in fallback.SYNC_OPS:
+        return True
+    if any(r.alias_info is not None and not r.alias_info.is_write for r in op._schema.returns):
+        return True
+    tags = op.tags
+    return (torch.Tag.nondeterministic_seeded in tags or torch.Tag.dynamic_output_shape in tags
+            or torch.Tag.data_dependent_output in tags or fallback.has_generator_argument(op))
+
+
+def backend() -> str:
+    value = os.environ.get(BACKEND_ENV, "compiled").strip().lower() or "compiled"
+    if value not in _BACKENDS:
+        raise ValueError(f"{BACKEND_ENV}={os.environ[BACKEND_ENV]!r}: expected one of {list(_BACKENDS)}")
+    return value
+
+
+def neuron_kernel(op, *args, **kwargs):
+    """Boxed kernel for any op: the compiled path when it applies, else the CPU fallback."""
+    facts = _FACTS.get(op)
+    if facts is None:
+        facts = _FACTS[op] = OpFacts(op)
+    if facts.refused or op in fallback.NOT_META or backend() == "fallback":
+        return fallback.cpu_fallback(op, *args, **kwargs)
+    try:
+        key, tensors = call_signature(args, kwargs)
+    except NotLowerable:
+        return fallback.cpu_fallback(op, *args, **kwargs)
+    if tensors:
+        device = fallback.device_of(tensors)
+    else:
+        device = _factory_device(kwargs)
+        if device is None:
+            return op(*args, **kwargs)  # no neuron operand or result: not ours to run
+    arch = _state.bridge().runtime.config.arch
+    full_key = (op, arch.name, key)
+    entry = CACHE.lookup(full_key)
+    if entry is None:
+        entry = CACHE.get_or_build(full_key, lambda: _build(op, args, kwargs, tensors, arch))
+        if not isinstance(entry, NotLowerable):
+            entry.context = _describe(op, tensors)
+    if isinstance(entry, NotLowerable):
+        return fallback.cpu_fallback(op, *args, **kwargs)
+    targets = facts.written_tensors(args, kwargs) if facts.written else None
+    if targets is not None and _resize_outs(entry, targets):
+        return neuron_kernel(op, *args, **kwargs)  # the resized out= tensors make a new signature
+    tracking.record(facts.name, fallback=False)
+    return launch(entry, op, tensors, targets, device)
+
+
+def _build(op, args, kwargs, tensors, arch):
+    from neuronxcc.compiler import CompileError, compile_neff
+
+    try:
+        return build(op, args, kwargs, tensors, arch, compile_neff)
+    except CompileError as err:
+        if err.rule == "compile.unsupported_op":
+            raise NotLowerable(str(err)) from None
+        if os.environ.get(STRICT_ENV, "0") not in ("", "0"):
+            raise RuntimeError(f"{_describe(op, tensors)} failed to compile for the NeuronCore ({STRICT_ENV}=1): {err}") from err
+        warnings.warn(f"{_describe(op, tensors)}: compile failed, running through CPU fallback: {err}",
+                      CompileFailedWarning, stacklevel=4)
+        raise NotLowerable(str(err)) from None
+
+
+def _resize_outs(entry, targets) -> bool:
+    """Resize out= tensors whose shape is not the result's, as CPU kernels do."""
+    resized = False
+    for target, spec in zip(targets, entry.outputs):
+        if tuple(target.shape) != spec.shape:
+            target.resize_(spec.shape)
+            resized = True
+    return resized
+
+
+def _factory_device(kwargs) -> torch.device | None:
+    device = kwargs.get("device")
+    if isinstance(device, torch.device) and device.type == "neuron":
+        index = device.index if device.index is not None else _state.shim().current_device()
+        return torch.device("neuron", index)
+    return None
+
+
+def _describe(op, tensors) -> str:
+    shapes = ", ".join(f"{list(t.shape)}:{str(t.dtype).removeprefix('torch.')}" for t in tensors)
+    return f"{op._schema.name}({shapes})"
+
+
+def register_functional_kernels(lib: torch.library.Library, skip: set[str]) -> None:
+    """Route the functional overloads of structured ops (``add.Tensor``) here directly. By default
+    PrivateUse1 runs them as ``empty`` + their ``out=`` overload: two dispatches, an extra
+    allocation and an out= launch for every ``x + y``."""
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    for name in torch._C._dispatch_get_all_op_names():
+        if (not name.startswith("aten::") or not has_kernel(name, "CompositeExplicitAutogradNonFunctional")
+                or has_kernel(name, "PrivateUse1")):
+            continue
+        base, _, overload = name[len("aten::"):].partition(".")
+        if name[len("aten::"):] in skip or (not overload and base in skip):
+            continue  # registered by ops.kernels
+        op = getattr(getattr(torch.ops.aten, base), overload or "default")
+        if mutated_arguments(op) or any(r.alias_info is not None for r in op._schema.returns):
+            continue
+        lib.impl(op, _kernel_for(op), "PrivateUse1")
+
+
+def _kernel_for(op):
+    def kernel(*args, **kwargs):
+        return neuron_kernel(op, *args, **kwargs)
+
+    return kernel

@@ -1,0 +1,69 @@
+"""Launching a compiled op on the current stream: bind device buffers, queue the NEFF, return tensors.
+
+Buffers are the tensors' own device memory (zero-copy): each input from its first element over
+its storage span, each output a new device tensor - or, for a mutating op, the written tensor
+itself when that is safe: its layout is the one compiled and no other input overlaps it except
+identical views read only for its own result, by an elementwise graph. Otherwise results go to a
+temporary and are copied in after the launch, in stream order.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import _state
+from .entry import CompiledOp
+
+_IN_NAMES: list[str] = []
+_OUT_NAMES: list[str] = []
+
+
+def _names(names: list[str], prefix: str, count: int) -> list[str]:
+    """``prefix0, prefix1...``: the graph's tensor names, made once."""
+    while len(names) < count:
+        names.append(f"{prefix}{len(names)}")
+    return names
+
+
+def launch(entry: CompiledOp, op, tensors: list[torch.Tensor], targets: list[torch.Tensor] | None, device: torch.device):
+    """Launch ``entry`` over ``tensors``; ``targets`` are the tensors a mutating op writes."""
+    numpy_bytes = _state.bridge().numpy_bytes
+    buffers = {}  # the program's own constants bind themselves (neuron_sim.runtime.constants)
+    for name, t, nbytes in zip(_names(_IN_NAMES, "in", len(tensors)), tensors, entry.in_nbytes):
+        buffers[name] = numpy_bytes(t.data_ptr(), nbytes)
+    results, copies = [], []
+    out_names = _names(_OUT_NAMES, "out", len(entry.outputs))
+    for j, spec in enumerate(entry.outputs):
+        target = targets[j] if targets is not None else None
+        if target is not None and _writes_in_place(entry, j, target, targets, tensors):
+            out = target
+        else:
+            out = torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device)
+            if target is not None:
+                copies.append((target, out))
+        buffers[out_names[j]] = numpy_bytes(out.data_ptr(), spec.nbytes)
+        results.append(out)
+    _state.current_queue(device.index).launch(entry.neff, buffers, name=op._schema.name, context=entry.context)
+    for target, out in copies:
+        target.copy_(out)
+    if targets is not None:
+        leaves = targets[: entry.out_spec.num_leaves]
+    else:
+        leaves = results
+        for p in entry.none_positions:
+            leaves.insert(p, None)
+    return entry.out_spec.unflatten(leaves)
+
+
+def _writes_in_place(entry: CompiledOp, j: int, target, targets, tensors) -> bool:
+    spec = entry.outputs[j]
+    if target.stride() != spec.strides:
+        return False
+    storage = target.untyped_storage().data_ptr()
+    for i, t in enumerate(tensors):
+        if t.untyped_storage().data_ptr() != storage:
+            continue
+        same_view = t.data_ptr() == target.data_ptr() and t.shape == target.shape and t.stride() == target.stride()
+        if not (same_view and entry.elementwise and set(entry.input_readers[i]) <= {j}):
+            return False
+    return all(o is target or o.untyped_storage().data_ptr() != storage for o in targets)

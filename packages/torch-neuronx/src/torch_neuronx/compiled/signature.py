@@ -1,0 +1,53 @@
+"""The signature of one op call: what its compiled NEFF depends on, and its device tensors.
+
+A NEFF depends on each tensor argument's shape, strides and dtype (not its address or storage
+offset: buffers are bound at launch) and on every other argument's value. Walking the arguments
+by hand instead of with pytree keeps this cheap: it runs on every op call.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .dtypes import NotLowerable
+
+_SCALARS = (bool, int, float, str, type(None), torch.dtype, torch.layout, torch.memory_format)
+
+
+def call_signature(args, kwargs) -> tuple[tuple, list[torch.Tensor]]:
+    """(hashable key of the arguments, their neuron tensors in pytree leaf order)."""
+    tensors: list[torch.Tensor] = []
+    key: list = []
+    _scan(args, tensors, key)
+    for name, value in kwargs.items():
+        key.append(name)
+        _scan((value,), tensors, key)
+    return tuple(key), tensors
+
+
+def _scan(values, tensors: list, key: list) -> None:
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            if v.device.type != "neuron":
+                # A CPU operand (a 0-dim scalar tensor, CPU indices): the fallback knows the rules.
+                raise NotLowerable("a CPU tensor operand")
+            if v.numel() == 0:
+                raise NotLowerable("an empty tensor")
+            tensors.append(v)
+            key.append((v.dtype, v.shape, v.stride()))
+        elif isinstance(v, (list, tuple)):
+            key.append(len(v))
+            _scan(v, tensors, key)
+        elif isinstance(v, float):
+            # NaN != NaN would make the key never hit; 1.0 and 1 must not share an entry.
+            key.append(("f", v if v == v else "nan", math.copysign(1.0, v)))
+        elif isinstance(v, torch.device):
+            if v.type != "neuron":
+                raise NotLowerable(f"a result on {v}")
+            key.append("device")
+        elif isinstance(v, _SCALARS):
+            key.append((type(v), v))
+        else:
+            raise NotLowerable(f"an argument of type {type(v).__name__}")

@@ -1,0 +1,49 @@
+"""The functional overload behind an in-place (``add_``) or ``out=`` (``add.out``) overload.
+
+Compiled graphs are functional: a mutating call is compiled as its functional overload and the
+result written to the mutated arguments. The functional overload is the one of the same base name
+(without the trailing ``_``) whose arguments are the mutating overload's non-mutated arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+
+def mutated_arguments(op) -> list[str]:
+    """Names of the arguments ``op`` writes, in schema order."""
+    return [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+
+
+@functools.cache
+def functional_variant(op):
+    """The functional OpOverload computing what ``op`` writes, or None."""
+    schema = op._schema
+    mutated = set(mutated_arguments(op))
+    base = schema.name.split("::", 1)[1]
+    if base.endswith("_"):
+        base = base[:-1]
+    packet = getattr(torch.ops.aten, base, None)
+    if packet is None:
+        return None
+    if schema.name.endswith("_"):  # add_(self, other, alpha) -> add(self, other, alpha): self is read too
+        wanted = [(a.name, str(a.type)) for a in schema.arguments]
+    else:  # add.out(self, other, alpha, out) -> add(self, other, alpha)
+        wanted = [(a.name, str(a.type)) for a in schema.arguments if a.name not in mutated]
+    for name in packet.overloads():
+        candidate = getattr(packet, name)
+        if candidate is op or any(a.alias_info is not None for a in candidate._schema.arguments):
+            continue
+        if [(a.name, str(a.type)) for a in candidate._schema.arguments] == wanted:
+            return candidate
+    return None
+
+
+def arguments_by_name(op, args, kwargs) -> dict:
+    """The call's argument values by schema name."""
+    positional = [a for a in op._schema.arguments if not a.kwarg_only]
+    values = {a.name: v for a, v in zip(positional, args)}
+    values.update(kwargs)
+    return values
