@@ -35,7 +35,9 @@ def install_packages(session: nox.Session, *names: str) -> None:
     paths = [f"./packages/{name}{EXTRAS.get(name, '')}" for name in names]
     if NEEDS_TORCH & set(names):
         session.install(TORCH, *BUILD_TOOLS)
-        session.install("--no-build-isolation", *paths)
+        # No backend autoload while building: an installed torch-neuronx older than the sources
+        # must not be imported (by `import torch`) while its extension is rebuilt.
+        session.install("--no-build-isolation", *paths, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
     else:
         session.install(*paths)
 

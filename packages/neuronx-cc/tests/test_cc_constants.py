@@ -67,3 +67,27 @@ def test_folded_constant_expressions():
     g.set_outputs([g.add1("add", x, g.add1("broadcast_in_dim", b, shape=(8, 8), dims=(1,)))], ["out"])
     program = check(g)
     assert not any(i.opcode == "ACTIVATE" for i in program.instructions)
+
+
+@pytest.mark.parametrize("mode", ["exact", "fast"])
+def test_large_constants_bind_themselves_at_launch(mode, tmp_path):
+    """The constant's bytes travel in the NEFF; any launcher works without constant_arrays."""
+    from neuron_sim.graph import FastExecutor
+    from neuron_sim.neff import Neff
+    from neuron_sim.runtime import Runtime, RuntimeConfig, register_executor
+    from neuron_sim.trace import TraceSink
+    from neuronxcc.compiler import compile_neff
+
+    register_executor("fast", FastExecutor, requires_graph=True)  # other test modules may replace it
+    value = np.random.default_rng(2).standard_normal((300, 70)).astype(np.float32)
+    g = graph_with_constant(value)
+    compile_neff(g).save(tmp_path / "c.neff")
+    neff = Neff.load(tmp_path / "c.neff")
+    assert neff.program.metadata["constants"]
+    x = np.random.default_rng(3).standard_normal((300, 70)).astype(np.float32)
+    out = {"sum": np.empty_like(x), "c": np.empty_like(x)}
+    rt = Runtime(RuntimeConfig.from_env({"NEURON_SIM_MODE": mode}), blocking=True, trace=TraceSink())
+    rt.device(0).launch(neff, {"x": x, **out})  # no constant buffers given
+    rt.synchronize()
+    np.testing.assert_array_equal(out["sum"], x + value)
+    np.testing.assert_array_equal(out["c"], value)

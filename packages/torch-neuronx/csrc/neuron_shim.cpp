@@ -1,8 +1,8 @@
 // The C++ part of the "neuron" PrivateUse1 backend: only what Python cannot provide in torch 2.13.
 //
-//   * NeuronAllocator: a c10::DeviceAllocator whose memory comes from neuron_sim's HBM (real host
-//     memory accounted against each NeuronCore's capacity) through a Python callback, with the
-//     per-device statistics torch.accelerator.memory_* and torch.neuron.memory_* report.
+//   * NeuronAllocator: a caching c10::DeviceAllocator whose memory comes from neuron_sim's HBM
+//     (real host memory accounted against each NeuronCore's capacity) through a Python callback,
+//     with the per-device statistics torch.accelerator.memory_* and torch.neuron.memory_* report.
 //   * NeuronHooks: device count, per-device generators, storage resize, pinned host memory.
 //   * NeuronGuard: the current device (thread-local), streams mapped onto simulator queues, and
 //     events whose elapsed time is *simulated* device time - all forwarded to Python.
@@ -65,13 +65,29 @@ void check_device(DeviceIndex d) {
 // Allocator
 // ---------------------------------------------------------------------------------------------
 struct Block {
-  size_t size;
+  size_t size;      // bytes asked for
+  size_t reserved;  // bytes of the HBM block behind it (rounded up; what a reuse may serve)
   DeviceIndex device;
 };
 
+bool g_caching = true;  // TORCH_NEURONX_NO_MEMORY_CACHING=1 turns it off (init)
+
+// Reuse granularity: small blocks in 512 B steps, large ones in 64 KiB steps (<= 6% waste), and a
+// cached block serves a request at most 1/8 smaller than itself.
+size_t round_block(size_t n) {
+  size_t step = n < (1u << 20) ? 512 : (64u << 10);
+  return (n + step - 1) / step * step;
+}
+
+// A caching allocator, as CUDA's: freed blocks stay reserved (counted against the simulated HBM)
+// and serve later allocations of a similar size without a call into Python; an allocation that
+// finds the HBM full releases the cache and retries; empty_cache() releases it. Reuse is safe
+// for the same reason as on CUDA: work on a stream runs in order, and a block freed by one op
+// is only handed out to ops issued after it.
 struct NeuronAllocator final : c10::DeviceAllocator {
   std::mutex mu;
   std::map<uintptr_t, Block> live;  // address -> block, for frees, stats and getDeviceFromPtr
+  std::array<std::multimap<size_t, uintptr_t>, kMaxDevices> cached;  // reserved size -> free block
   std::array<cda::DeviceStats, kMaxDevices> device_stats;
 
   static void deleter(void* ctx);
@@ -82,29 +98,69 @@ struct NeuronAllocator final : c10::DeviceAllocator {
     if (n == 0) {
       return {nullptr, nullptr, &NeuronAllocator::deleter, c10::Device(kNeuron, d)};
     }
-    uintptr_t addr = 0;
-    try {
-      addr = call("malloc", static_cast<int>(d), n).cast<uintptr_t>();
-    } catch (py::error_already_set&) {
-      std::lock_guard<std::mutex> lock(mu);
-      device_stats[d].num_ooms += 1;
-      throw;  // the Python exception (NeuronOutOfMemoryError, a torch.OutOfMemoryError) propagates
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      live[addr] = Block{n, d};
-      auto& s = device_stats[d];
-      for (auto* stat : {&s.allocation[0], &s.segment[0], &s.active[0]}) stat->increase(1);
-      for (auto* stat : {&s.allocated_bytes[0], &s.reserved_bytes[0], &s.active_bytes[0], &s.requested_bytes[0]}) {
-        stat->increase(n);
-      }
+    size_t reserved = round_block(n);
+    uintptr_t addr = take_cached(d, reserved, n).first;
+    if (addr == 0) {
+      addr = malloc_from_hbm(d, reserved);
+      record_live(addr, n, reserved, d, /*fresh=*/true);
     }
     void* p = reinterpret_cast<void*>(addr);
     return {p, p, &NeuronAllocator::deleter, c10::Device(kNeuron, d)};
   }
 
+  // Take a cached block of at least `reserved` bytes (and not much more) and count it live for
+  // `n` bytes: (address, its size), or (0, 0).
+  std::pair<uintptr_t, size_t> take_cached(DeviceIndex d, size_t reserved, size_t n) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& pool = cached[d];
+    auto it = pool.lower_bound(reserved);
+    if (it == pool.end() || it->first > reserved + reserved / 8) return {0, 0};
+    auto [size, addr] = *it;
+    pool.erase(it);
+    record_live_locked(addr, n, size, d, /*fresh=*/false);
+    return {addr, size};
+  }
+
+  uintptr_t malloc_from_hbm(DeviceIndex d, size_t reserved) {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        return call("malloc", static_cast<int>(d), reserved).cast<uintptr_t>();
+      } catch (py::error_already_set&) {
+        bool had_cache = false;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          had_cache = !cached[d].empty();
+          if (!had_cache || attempt > 0) device_stats[d].num_ooms += 1;
+        }
+        if (!had_cache || attempt > 0) throw;  // NeuronOutOfMemoryError (a torch.OutOfMemoryError) propagates
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          device_stats[d].num_alloc_retries += 1;
+        }
+        release_cached(d);
+      }
+    }
+  }
+
+  // Count a block of `reserved` bytes live for `n` bytes; `fresh` if it was just taken from the HBM.
+  void record_live(uintptr_t addr, size_t n, size_t reserved, DeviceIndex d, bool fresh) {
+    std::lock_guard<std::mutex> lock(mu);
+    record_live_locked(addr, n, reserved, d, fresh);
+  }
+
+  void record_live_locked(uintptr_t addr, size_t n, size_t reserved, DeviceIndex d, bool fresh) {
+    live[addr] = Block{n, reserved, d};
+    auto& s = device_stats[d];
+    for (auto* stat : {&s.allocation[0], &s.active[0]}) stat->increase(1);
+    for (auto* stat : {&s.allocated_bytes[0], &s.active_bytes[0], &s.requested_bytes[0]}) stat->increase(n);
+    if (fresh) {
+      s.segment[0].increase(1);
+      s.reserved_bytes[0].increase(reserved);
+    }
+  }
+
   void release(uintptr_t addr) {
-    Block block{0, 0};
+    Block block{0, 0, 0};
     {
       std::lock_guard<std::mutex> lock(mu);
       auto it = live.find(addr);
@@ -112,10 +168,36 @@ struct NeuronAllocator final : c10::DeviceAllocator {
       block = it->second;
       live.erase(it);
       auto& s = device_stats[block.device];
-      for (auto* stat : {&s.allocation[0], &s.segment[0], &s.active[0]}) stat->decrease(1);
-      for (auto* stat : {&s.allocated_bytes[0], &s.reserved_bytes[0], &s.active_bytes[0], &s.requested_bytes[0]}) {
-        stat->decrease(block.size);
+      for (auto* stat : {&s.allocation[0], &s.active[0]}) stat->decrease(1);
+      for (auto* stat : {&s.allocated_bytes[0], &s.active_bytes[0], &s.requested_bytes[0]}) stat->decrease(block.size);
+      if (g_caching && Py_IsInitialized()) {
+        cached[block.device].emplace(block.reserved, addr);
+        return;
       }
+    }
+    return_to_hbm(addr, block.reserved, block.device);
+  }
+
+  // Give cached blocks of device d (all devices if d < 0) back to the HBM.
+  void release_cached(int d) {
+    std::vector<std::pair<uintptr_t, std::pair<size_t, DeviceIndex>>> blocks;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (int i = 0; i < g_device_count; ++i) {
+        if (d >= 0 && i != d) continue;
+        for (auto& [size, addr] : cached[i]) blocks.push_back({addr, {size, static_cast<DeviceIndex>(i)}});
+        cached[i].clear();
+      }
+    }
+    for (auto& [addr, info] : blocks) return_to_hbm(addr, info.first, info.second);
+  }
+
+  void return_to_hbm(uintptr_t addr, size_t reserved, DeviceIndex device) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto& s = device_stats[device];
+      s.segment[0].decrease(1);
+      s.reserved_bytes[0].decrease(reserved);
     }
     // Frees happen on autograd worker threads and at interpreter shutdown.
     if (g_callbacks == nullptr || !Py_IsInitialized()) return;
@@ -137,7 +219,7 @@ struct NeuronAllocator final : c10::DeviceAllocator {
   void copy_data(void* dst, const void* src, std::size_t n) const override { std::memcpy(dst, src, n); }
 
   bool initialized() override { return g_callbacks != nullptr; }
-  void emptyCache(c10::MempoolId_t) override {}  // no cache: every free returns memory at once
+  void emptyCache(c10::MempoolId_t) override { release_cached(-1); }
   void recordStream(const c10::DataPtr&, c10::Stream) override {}
 
   cda::DeviceStats getDeviceStats(DeviceIndex d) override {
@@ -428,8 +510,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "C++ runtime objects of the torch_neuronx 'neuron' device (allocator, hooks, guard)";
-  m.def("init", [](py::object callbacks, std::vector<int64_t> capacities) {
+  m.def("init", [](py::object callbacks, std::vector<int64_t> capacities, bool caching) {
     TORCH_CHECK(g_callbacks == nullptr, "torch_neuronx._C.init() called twice");
+    g_caching = caching;
     TORCH_CHECK(capacities.size() <= kMaxDevices, "at most ", kMaxDevices, " neuron devices are supported");
     g_callbacks = new py::object(std::move(callbacks));  // lives as long as the process
     g_capacity = std::move(capacities);
@@ -470,6 +553,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     return t;
   });
   m.def("is_pinned", [](uintptr_t p) { return g_pinned.contains(reinterpret_cast<void*>(p)); });
+  m.def("empty_cache", [] { g_allocator.release_cached(-1); });
+  m.def("cached_blocks", [] {
+    std::lock_guard<std::mutex> lock(g_allocator.mu);
+    size_t n = 0;
+    for (auto& pool : g_allocator.cached) n += pool.size();
+    return n;
+  });
   m.def("live_allocations", [] {
     std::lock_guard<std::mutex> lock(g_allocator.mu);
     return g_allocator.live.size();

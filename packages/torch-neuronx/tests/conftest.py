@@ -33,6 +33,14 @@ def settled_device():
     torch.neuron.set_device(0)
 
 
+@pytest.fixture
+def fallback_only(monkeypatch):
+    """Every op through the CPU fallback (tests of the fallback machinery itself)."""
+    from torch_neuronx.compiled.dispatch import BACKEND_ENV
+
+    monkeypatch.setenv(BACKEND_ENV, "fallback")
+
+
 def _settle() -> None:
     try:
         torch.neuron.synchronize()

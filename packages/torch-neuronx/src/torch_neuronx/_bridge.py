@@ -83,6 +83,10 @@ class Bridge:
         raise RuntimeError(f"address {address:#x} is not neuron device memory")
 
     def numpy_bytes(self, address: int, nbytes: int) -> np.ndarray:
+        """uint8 numpy view of device bytes [address, address + nbytes) (zero-copy)."""
+        entry = self._blocks.get(address)  # the common case (a tensor at the start of its block) without the lock
+        if entry is not None and nbytes <= entry[1].nbytes:
+            return entry[1].array[:nbytes]
         return self.host_bytes(address, nbytes).numpy()
 
     # --- streams ---------------------------------------------------------------------------

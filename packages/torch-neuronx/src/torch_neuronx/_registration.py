@@ -8,11 +8,13 @@ Order matters: rename PrivateUse1, start the simulator runtime and hand it to th
 from __future__ import annotations
 
 import atexit
+import os
 
 import torch
 
 from . import _state
 
+NO_MEMORY_CACHING_ENV = "TORCH_NEURONX_NO_MEMORY_CACHING"  # 1: every free returns memory to the HBM at once
 _LIBRARIES: list = []  # registrations live as long as these Library objects
 
 
@@ -24,21 +26,24 @@ def initialize() -> None:
 
         from . import _C, amp, neuron
         from ._bridge import Bridge
-        from .ops import fallback, kernels
+        from .compiled import dispatch
+        from .ops import kernels
 
         if torch._C._get_privateuse1_backend_name() != "neuron":
             torch.utils.rename_privateuse1_backend("neuron")
         runtime = get_runtime()
         bridge = Bridge(runtime)
-        _C.init(bridge, [d.hbm.capacity for d in runtime.devices])
+        caching = os.environ.get(NO_MEMORY_CACHING_ENV, "0") in ("", "0")
+        _C.init(bridge, [d.hbm.capacity for d in runtime.devices], caching)
         _state._bridge, _state._shim = bridge, _C
         torch._register_device_module("neuron", neuron)
         torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
 
         lib = torch.library.Library("aten", "IMPL")
+        dispatch.register_functional_kernels(lib, skip=set(kernels.WHOLE_OP_KERNELS))
         kernels.register(lib)
         fb = torch.library.Library("_", "IMPL")
-        fb.fallback(fallback.cpu_fallback, "PrivateUse1")
+        fb.fallback(dispatch.neuron_kernel, "PrivateUse1")
         _LIBRARIES.extend([lib, fb])
         amp.register(_LIBRARIES)
         atexit.register(_drain_at_exit)

@@ -1,7 +1,11 @@
 """Device memory statistics, as torch.cuda's memory API names them.
 
-There is no caching allocator: freed memory returns to the simulated HBM at once, so reserved
-equals allocated and ``empty_cache`` has nothing to release.
+The allocator caches, as CUDA's does: a freed block stays *reserved* (still counted against the
+simulated HBM) and serves a later allocation of a similar size without going back to the
+runtime. ``memory_allocated`` counts live tensors, ``memory_reserved`` what the HBM holds for
+this process; ``empty_cache()`` returns the cached blocks, and an allocation that would not fit
+releases them itself before reporting out-of-memory. ``TORCH_NEURONX_NO_MEMORY_CACHING=1``
+turns caching off (every free returns memory at once: reserved equals allocated).
 """
 
 from __future__ import annotations
@@ -58,7 +62,8 @@ def reset_accumulated_memory_stats(device=None) -> None:
 
 
 def empty_cache() -> None:
-    """Nothing is cached (every free returns memory to HBM); kept for API parity."""
+    """Return the allocator's cached free blocks to the simulated HBM (as torch.cuda.empty_cache)."""
+    _state.shim().empty_cache()
 
 
 def mem_get_info(device=None) -> tuple[int, int]:

@@ -1,6 +1,8 @@
 """Property-based fuzz: random sequences of elementwise / reduction / matmul / view / indexing /
-in-place ops on random shapes and dtypes, applied to a CPU tensor and its neuron copy, give equal
-results (bit for bit) or raise the same exception type.
+in-place ops on random shapes and dtypes, applied to a CPU tensor and its neuron copy, give the
+same results or raise the same exception type. Integer and bool results are equal bit for bit;
+floating results match within the dtype's tolerance (ops compiled for the NeuronCore compute in
+fp32 and round once, in their own reduction order).
 
 A launch error surfaces at the next synchronization as neuron_sim's ExecutionError; its
 ``original`` is the exception the op raised, and that is what is compared with CPU's.
@@ -13,7 +15,7 @@ import os
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from neuron_sim.errors import ExecutionError
 from tnx_helpers import ALL_DTYPES
@@ -129,6 +131,14 @@ def _setitem(x, k):
     return y
 
 
+def _tolerance(dtype: torch.dtype) -> dict:
+    if dtype in (torch.bfloat16, torch.float16):
+        return dict(rtol=2e-2, atol=2e-2)
+    if dtype == torch.float32:
+        return dict(rtol=1e-4, atol=1e-5)
+    return dict(rtol=0, atol=0)
+
+
 def _run(fn, *args):
     """(result, None) or (None, exception type), with asynchronous errors collected."""
     try:
@@ -143,7 +153,10 @@ def _run(fn, *args):
 
 
 @pytest.mark.filterwarnings("ignore:var\\(\\). degrees of freedom")  # CPU's own warning, for both sides
+# No shrinking: every shrink step compiles new op signatures (minutes); the failing example and
+# its op history are reported as found.
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+          phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
     dtype=st.sampled_from(ALL_DTYPES),
@@ -170,5 +183,6 @@ def test_random_op_sequences_match_cpu(dtype, shape, seed, steps):
             f"{' -> '.join(history)}: {actual.dtype} {tuple(actual.shape)} {actual.stride()} vs "
             f"{expected.dtype} {tuple(expected.shape)} {expected.stride()}"
         )
-        torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0, equal_nan=True, msg=lambda m: " -> ".join(history) + "\n" + m)
+        torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, msg=lambda m: " -> ".join(history) + "\n" + m,
+                                   **_tolerance(expected.dtype))
         cpu, dev = expected, actual

@@ -14,6 +14,7 @@ measure simulated device time, and errors kept until the next synchronization po
 Environment variables: see ``config``.
 """
 
+from .. import graph as _graph  # noqa: E402,F401 - registers the fast executor (the default mode)
 from .config import (
     LAUNCH_BLOCKING_ENV,
     LNC_ENV,
@@ -31,8 +32,6 @@ from .queue import Queue
 from .runtime import Runtime, current_runtime, get_runtime, is_initialized, reset_runtime
 from .task import Submission
 from .timing_cache import program_timing
-
-from .. import graph as _graph  # noqa: E402,F401 - registers the fast executor (the default mode)
 
 __all__ = [
     "RuntimeConfig", "Runtime", "Device", "Queue", "Event", "Submission",

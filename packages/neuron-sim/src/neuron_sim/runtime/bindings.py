@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import AccessPatternError, ValidationError
 from ..memory import Hbm, HbmAllocation
+from .timing_cache import tensor_table
 
 
 def as_program(neff_or_program):
@@ -28,14 +29,15 @@ def bind_buffers(program, buffers: Mapping, hbm: Hbm, device_name: str) -> dict[
     """Flat uint8 views of the caller's buffers by tensor name (internal tensors excluded unless given)."""
     if not isinstance(buffers, Mapping):
         raise TypeError(f"launch buffers must be a mapping of tensor name -> array, got {type(buffers).__name__}")
-    decls = {t.name: t for t in program.tensors}
-    unknown = sorted(set(buffers) - set(decls))
+    table = tensor_table(program)
+    decls = table.decls
+    unknown = [name for name in buffers if name not in decls]
     if unknown:
         raise ValidationError(
             "launch.unknown_buffer",
-            f"program {program.name!r} has no tensor(s) {unknown}; its tensors are {list(decls)}",
+            f"program {program.name!r} has no tensor(s) {sorted(unknown)}; its tensors are {list(decls)}",
         )
-    missing = [t.name for t in program.tensors if t.kind != "internal" and t.name not in buffers]
+    missing = [name for name in table.required if name not in buffers]
     if missing:
         raise ValidationError(
             "launch.missing_buffer",
@@ -43,17 +45,20 @@ def bind_buffers(program, buffers: Mapping, hbm: Hbm, device_name: str) -> dict[
         )
     bound = {}
     for name, value in buffers.items():
-        decl = decls[name]
-        flat = _flat_bytes(value, name, program.name, hbm, device_name)
-        if flat.nbytes < decl.nbytes:
+        kind, nbytes, shape, dtype = decls[name]
+        if type(value) is np.ndarray and value.dtype == np.uint8 and value.ndim == 1 and value.flags.c_contiguous:
+            flat = value  # already the form we bind (the frameworks' fast path)
+        else:
+            flat = _flat_bytes(value, name, program.name, hbm, device_name)
+        if flat.nbytes < nbytes:
             raise ValidationError(
                 "launch.buffer_too_small",
-                f"program {program.name!r}: the buffer for {decl.kind} tensor {name!r} holds {flat.nbytes} bytes; "
-                f"the tensor needs {decl.nbytes} ({list(decl.shape)} {decl.dtype})",
+                f"program {program.name!r}: the buffer for {kind} tensor {name!r} holds {flat.nbytes} bytes; "
+                f"the tensor needs {nbytes} ({list(shape)} {dtype})",
             )
-        if decl.kind != "input" and not flat.flags.writeable:
+        if kind != "input" and not flat.flags.writeable:
             raise ValidationError(
-                "launch.read_only_buffer", f"program {program.name!r} writes {decl.kind} tensor {name!r}, but its buffer is read-only"
+                "launch.read_only_buffer", f"program {program.name!r} writes {kind} tensor {name!r}, but its buffer is read-only"
             )
         bound[name] = flat
     return bound

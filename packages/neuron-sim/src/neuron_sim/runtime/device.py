@@ -114,6 +114,10 @@ class Device:
         return {**self.hbm.stats.as_dict(), "capacity_bytes": self.hbm.capacity, "free_bytes": self.hbm.free_bytes}
 
     # --- execution (called on a queue's worker, or inline in blocking mode) ----------------
+    def runs_fast(self, program) -> bool:
+        """Whether launches of ``program`` run on the fast (graph) executor."""
+        return resolve_mode(self.mode, program)[0] == "fast"
+
     def _run_launch(self, task) -> None:
         program = task.program
         buffers = dict(task.buffers)

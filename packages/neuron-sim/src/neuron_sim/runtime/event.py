@@ -48,6 +48,7 @@ class Event:
         if m is None:
             return
         m.queue.device.guard.check()
+        m.queue._run_until(m.seq)
         m.done.wait()
         raise_failures([m.queue._take_failure(before_seq=m.seq)])
 

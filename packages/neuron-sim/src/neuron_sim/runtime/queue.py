@@ -1,7 +1,14 @@
-"""A queue (a stream): tasks on it run one after another, in submission order, on a worker thread.
+"""A queue (a stream): tasks on it run one after another, in submission order.
 
 Submitting never waits for the device: ``launch`` checks its arguments, places the task on the
-simulated timeline and hands it to the worker. A task that raises poisons the queue: the error is
+simulated timeline and queues it. Tasks run on the queue's worker thread, or in the thread that
+synchronizes with them: a synchronizing caller would only wait, so it runs what is pending itself.
+The worker is not woken per task: it picks up submitted work after a short delay
+(``WAKE_DELAY_SECONDS``), in batches. Handing every small task to another thread cost more than
+running it (both threads need the GIL), while batches still let large tasks (numpy kernels that
+release the GIL) overlap with the caller issuing more work. For the same reason a small launch
+(``INLINE_MAX_BYTES`` of buffers, run by the fast executor) submitted to an idle queue runs right
+away in the submitting thread; it still reports errors only at the next synchronization point. A task that raises poisons the queue: the error is
 kept, later work on the queue is skipped (and counted) instead of running on garbage, and the next
 synchronization point raises it as an ``ExecutionError``; after that the queue works again. Event
 markers and waits are never skipped, so synchronizing and cross-queue waits cannot hang on a
@@ -22,12 +29,17 @@ from ..errors import ValidationError
 from ..timing import estimate
 from ..trace.records import LaunchRecord
 from .bindings import as_program, bind_buffers
+from .constants import with_constants
 from .errors import RuntimeUsageError
 from .failure import Failure, raise_failures
 from .task import MARKER, WAIT, WORK, Marker, Submission, Task
 from .timing_cache import has_runtime_trip_counts, program_timing
 
 IDLE_EXIT_SECONDS = 5.0
+WAKE_DELAY_SECONDS = 0.0005
+INLINE_MAX_BYTES = 256 * 1024
+
+_running = threading.local()  # .queue: the queue whose task this thread is running
 
 
 class Queue:
@@ -41,6 +53,8 @@ class Queue:
         self._outstanding = 0  # submitted and not finished (pending + running)
         self._worker: threading.Thread | None = None
         self._inline = threading.RLock()  # blocking mode: one task at a time, reentrant for nested submits
+        self._run_lock = threading.Lock()  # held while a task runs: tasks run one at a time, in order
+        self._worker_sleeping = False
         self._seq = 0
         self._sim_ns = 0.0  # simulated time at which everything submitted so far is done
         self._failure: Failure | None = None
@@ -60,6 +74,7 @@ class Queue:
             raise ValidationError(
                 "launch.target", f"program {program.name!r} was built for {program.target!r}, but {self.device.name} is {arch.name!r}"
             )
+        buffers = with_constants(program, buffers)  # constants stored in the program bind themselves
         bound = bind_buffers(program, buffers, self.device.hbm, self.device.name)
         if has_runtime_trip_counts(program):
             return self._launch_with_runtime_loops(program, bound, name, context, neff_or_program)
@@ -70,7 +85,8 @@ class Queue:
         task.buffers = bound
         task.timing = timing
         task.metadata = getattr(neff_or_program, "metadata", None) or program.metadata or {}
-        return self._submit(task, timing.total_ns, occupies_core=True)
+        small = sum(b.nbytes for b in bound.values()) <= INLINE_MAX_BYTES and self.device.runs_fast(program)
+        return self._submit(task, timing.total_ns, occupies_core=True, inline_ok=small)
 
     def _launch_with_runtime_loops(self, program, bound, name, context, source) -> Submission:
         """A program whose loop bounds are read at run time has data-dependent device time, and
@@ -156,11 +172,20 @@ class Queue:
 
     def _wait_idle(self) -> None:
         self.device.guard.check()
-        if threading.current_thread() is self._worker:
-            raise RuntimeUsageError(f"synchronizing {self!r} from a task running on it would wait for itself forever")
+        self._check_not_inside_own_task()
+        self._drain()
         with self._lock:
             while self._outstanding:
                 self._idle.wait()
+
+    def _run_until(self, seq: int) -> None:
+        """Run this queue's tasks up to ``seq`` in the calling thread (an event being waited for)."""
+        self._check_not_inside_own_task()
+        self._drain(until_seq=seq)
+
+    def _check_not_inside_own_task(self) -> None:
+        if getattr(_running, "queue", None) is self:
+            raise RuntimeUsageError(f"synchronizing {self!r} from a task running on it would wait for itself forever")
 
     def _take_failure(self, before_seq: int | None = None) -> Failure | None:
         with self._lock:
@@ -185,9 +210,11 @@ class Queue:
         return self._failure is not None
 
     # --- machinery -------------------------------------------------------------------------
-    def _submit(self, task: Task, device_ns: float, occupies_core: bool, not_before_ns: float = 0.0) -> Submission:
+    def _submit(self, task: Task, device_ns: float, occupies_core: bool, not_before_ns: float = 0.0,
+                inline_ok: bool = False) -> Submission:
         device = self.device
         blocking = device.blocking
+        inline = False
         if blocking:
             self._inline.acquire()  # schedule and run as one step, so inline order matches the timeline
         try:
@@ -207,7 +234,10 @@ class Queue:
                     task.launch_id = next(device._ids)
                 elif task.role == MARKER:
                     task.marker = Marker(self, task.seq, end)
-                if not blocking:
+                if not blocking and inline_ok and not self._pending and self._run_lock.acquire(blocking=False):
+                    inline = True  # an idle queue and a small task: run it now (below), in order
+                    self._outstanding += 1
+                elif not blocking:
                     self._pending.append(task)
                     self._outstanding += 1
                     if self._worker is None:
@@ -215,10 +245,16 @@ class Queue:
                             target=self._work, name=f"neuron-sim {device.name} {self.name}", daemon=True
                         )
                         self._worker.start()
-                    else:
+                    elif self._worker_sleeping:
+                        self._worker_sleeping = False
                         self._has_work.notify()
             if blocking:
                 self._execute(task, raise_now=True)
+            elif inline:
+                try:
+                    self._run(task)
+                finally:
+                    self._run_lock.release()
         finally:
             if blocking:
                 self._inline.release()
@@ -228,19 +264,37 @@ class Queue:
         while True:
             with self._lock:
                 while not self._pending:
+                    self._worker_sleeping = True
                     if not self._has_work.wait(IDLE_EXIT_SECONDS) and not self._pending:
+                        self._worker_sleeping = False
                         self._worker = None
                         return
-                task = self._pending.popleft()
-            try:
-                self._execute(task, raise_now=False)
-            finally:
-                # Do not keep the task (its program and buffers) alive while idle.
-                task = None
+            time.sleep(WAKE_DELAY_SECONDS)  # let a burst of submissions arrive: run them as one batch
+            self._drain()
+
+    def _drain(self, until_seq: int | None = None) -> None:
+        """Run pending tasks in order (those up to ``until_seq``, or all), one at a time."""
+        while True:
+            with self._run_lock:
                 with self._lock:
-                    self._outstanding -= 1
-                    if not self._outstanding:
-                        self._idle.notify_all()
+                    if not self._pending or (until_seq is not None and self._pending[0].seq > until_seq):
+                        return
+                    task = self._pending.popleft()
+                self._run(task)
+                task = None  # do not keep the task (its program and buffers) alive while idle
+
+    def _run(self, task: Task) -> None:
+        """Run ``task`` (the caller holds ``_run_lock``) and count it done."""
+        outer = getattr(_running, "queue", None)  # a task may submit to another queue
+        _running.queue = self
+        try:
+            self._execute(task, raise_now=False)
+        finally:
+            _running.queue = outer
+            with self._lock:
+                self._outstanding -= 1
+                if not self._outstanding:
+                    self._idle.notify_all()
 
     def _execute(self, task: Task, raise_now: bool) -> None:
         if task.role == MARKER:

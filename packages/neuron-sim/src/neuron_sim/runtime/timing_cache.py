@@ -1,4 +1,5 @@
-"""Device time of a program, computed once per (program object, architecture).
+"""Facts about a program that every launch needs, computed once per program object: its device
+time per architecture, its tensor table, and whether its loops have run-time trip counts.
 
 Timing is data-independent, so the first launch pays for the timing model and later launches
 reuse the result. ``Program`` is an unhashable dataclass, so entries are keyed by ``id`` and
@@ -44,8 +45,41 @@ def cached_program_count() -> int:
     return len(_cache)
 
 
+class TensorTable:
+    """A program's tensors as launches check them: name -> (kind, nbytes, shape, dtype), and the
+    names a launch must bind."""
+
+    __slots__ = ("decls", "required", "runtime_trip_counts")
+
+    def __init__(self, program):
+        from ..isa.control import LoopStart
+
+        self.decls = {t.name: (t.kind, t.nbytes, t.shape, t.dtype) for t in program.tensors}
+        self.required = tuple(t.name for t in program.tensors if t.kind != "internal")
+        self.runtime_trip_counts = any(isinstance(i, LoopStart) and i.static_trip_count() is None for i in program.instructions)
+
+
+_tables: dict[int, tuple[weakref.ref, TensorTable]] = {}
+
+
+def tensor_table(program) -> TensorTable:
+    key = id(program)
+    entry = _tables.get(key)
+    if entry is not None and entry[0]() is program:
+        return entry[1]
+    table = TensorTable(program)
+    with _lock:
+        _tables[key] = (weakref.ref(program, lambda _ref, key=key: _forget_table(key, _ref)), table)
+    return table
+
+
+def _forget_table(key, ref) -> None:
+    with _lock:
+        entry = _tables.get(key)
+        if entry is not None and entry[0] is ref:
+            del _tables[key]
+
+
 def has_runtime_trip_counts(program) -> bool:
     """Whether some loop of ``program`` runs a number of times known only at run time."""
-    from ..isa.control import LoopStart
-
-    return any(isinstance(i, LoopStart) and i.static_trip_count() is None for i in program.instructions)
+    return tensor_table(program).runtime_trip_counts

@@ -4,8 +4,9 @@
 * an integer-valued affine function of the index (``arange``-like) -> an iota view (GpSimd Iota);
 * up to ``SMALL_CONSTANT`` values -> Memsets into SBUF and one DMA into a scratch HBM tensor;
 * anything larger -> an *input* tensor of the program whose bytes are stored in the program's
-  metadata (``program.metadata["constants"]``, base64); ``constant_arrays(program)`` decodes them
-  for whoever binds the program's buffers.
+  metadata (``program.metadata["constants"]``, base64), which the NEFF keeps: the runtime binds
+  them at launch when the caller does not (``neuron_sim.runtime.constants``);
+  ``constant_arrays(program)`` decodes them for any other launcher.
 
 The value is the graph's: ``dtypes.convert(value, dtype)``, as the fast executor computes it.
 """

@@ -33,7 +33,8 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
 
     The program's tensor table binds the graph's named inputs (``input``) and outputs (``output``);
     scratch tensors are ``internal``; large constants are extra ``input`` tensors whose data is in
-    ``program.metadata["constants"]`` (see ``constant_arrays``). ``program.graph`` is the graph's
+    ``program.metadata["constants"]`` (the runtime binds them at launch; see ``constant_arrays``
+    for other launchers). ``program.graph`` is the graph's
     dict form, for the fast executor. Raises CompileError for anything it cannot lower.
     """
     arch = _arch(arch)

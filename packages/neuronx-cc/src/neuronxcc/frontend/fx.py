@@ -106,6 +106,23 @@ def _check_fused_sdpa_backward(gm) -> None:
                 "so attention decomposes to matmul/softmax before autograd records it", location=_node_location(n))
 
 
+def _check_known_crashes(gm) -> None:
+    """Refuse graphs that crash torch-mlir's importer (a segfault would take the process down):
+    torch-mlir 20261001 segfaults lowering an op with a ``dim`` argument over a 0-dim tensor
+    (``sum(x, 0, keepdim=True)`` with ``x.dim() == 0``)."""
+    for n in gm.graph.nodes:
+        schema = getattr(n.target, "_schema", None)
+        if n.op != "call_function" or schema is None or not n.args:
+            continue
+        if not any(a.name == "dim" for a in schema.arguments):
+            continue
+        first = n.args[0]
+        val = getattr(first, "meta", {}).get("val") if hasattr(first, "meta") else None
+        if val is not None and getattr(val, "dim", lambda: 1)() == 0:
+            raise UnsupportedOp(str(n.target), "a dim argument over a 0-dim tensor (torch-mlir cannot import it)",
+                                location=_node_location(n))
+
+
 def _retrace(gm, example_inputs, torch):
     if example_inputs is None:
         raise UnsupportedOp("fx.GraphModule", "this graph needs re-tracing to ATen with decompositions, "
@@ -128,6 +145,7 @@ class _LoweringFailed(Exception):
 
 def _lower(gm, name: str, torch_deps):
     torch, fx, ir, torch_dialect, FxImporter = torch_deps
+    _check_known_crashes(gm)
     ctx = ir.Context()
     torch_dialect.register_dialect(ctx)
     diagnostics: list[tuple[str, str]] = []

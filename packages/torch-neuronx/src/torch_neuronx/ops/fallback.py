@@ -20,13 +20,14 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from .. import _state
+from ..compiled.variants import arguments_by_name
 from . import costs, tracking
 from .host import host_view, is_neuron, worker_task
 
 _RNG_LOCK = threading.Lock()
-_NOT_META: set = set()  # ops whose meta kernel is missing or data-dependent: run synchronously
+NOT_META: set = set()  # ops whose meta kernel is missing or data-dependent: run synchronously
 # Ops that return host values or data-dependent shapes, known up front.
-_SYNC_OPS = {
+SYNC_OPS = {
     "aten::_local_scalar_dense", "aten::nonzero", "aten::nonzero_static", "aten::masked_select", "aten::unique",
     "aten::_unique", "aten::_unique2", "aten::unique_dim", "aten::unique_consecutive", "aten::equal", "aten::is_nonzero",
     "aten::item", "aten::repeat_interleave", "aten::bincount", "aten::histc", "aten::allclose", "aten::is_set_to",
@@ -41,7 +42,7 @@ _CPU = torch.device("cpu")
 _CPU_INDICES_OK = {"aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_"}
 
 
-def _device_of(flat, cpu_tensors_ok: bool = False) -> torch.device | None:
+def device_of(flat, cpu_tensors_ok: bool = False) -> torch.device | None:
     device = None
     for x in flat:
         if is_neuron(x):
@@ -65,25 +66,25 @@ def _op_name(op) -> str:
     return op._schema.name
 
 
-def _has_generator_argument(op) -> bool:
+def has_generator_argument(op) -> bool:
     return any("Generator" in str(a.type) for a in op._schema.arguments)
 
 
 def _uses_generator(op) -> bool:
     # Random ops without a Generator argument (native_dropout, the CPU flash-attention kernel...)
     # are tagged nondeterministic_seeded; their CPU kernels draw from the CPU default generator.
-    return _has_generator_argument(op) or torch.Tag.nondeterministic_seeded in op.tags
+    return has_generator_argument(op) or torch.Tag.nondeterministic_seeded in op.tags
 
 
 def _draws_random(op, args, kwargs) -> bool:
     """Whether this call consumes random numbers. Attention kernels are tagged random for their
     dropout: with dropout_p == 0 (inference, or no attention dropout) they draw nothing and
     need not run synchronously; neither does dropout with train=False."""
-    if _has_generator_argument(op):
+    if has_generator_argument(op):
         return True
     if torch.Tag.nondeterministic_seeded not in op.tags:
         return False
-    by_name = _arguments_by_name(op, args, kwargs)
+    by_name = arguments_by_name(op, args, kwargs)
     return by_name.get("dropout_p", 1.0) != 0 and by_name.get("train", True) is not False
 
 
@@ -159,7 +160,7 @@ class _Rng:
 def _rng_for(op, flat, device):
     if not _uses_generator(op):
         return None
-    return _Rng(_generator_for(flat, device), swap_default=not _has_generator_argument(op))
+    return _Rng(_generator_for(flat, device), swap_default=not has_generator_argument(op))
 
 
 def _rewrap_numbers(op, args, kwargs):
@@ -188,14 +189,14 @@ def cpu_fallback(op, *args, **kwargs):
     args, kwargs = _rewrap_numbers(op, args, kwargs)
     flat, spec = tree_flatten((args, kwargs))
     name = _op_name(op)
-    device = _device_of(flat, cpu_tensors_ok=name in _CPU_INDICES_OK)
+    device = device_of(flat, cpu_tensors_ok=name in _CPU_INDICES_OK)
     if device is None:  # no neuron operand at all: nothing to do on the device
         return op(*args, **kwargs)
     tracking.record(name, fallback=True)
     returns = op._schema.returns
     if any(r.alias_info is not None and not r.alias_info.is_write for r in returns):
         return _run_view(op, flat, spec)
-    if name in _SYNC_OPS or op in _NOT_META or _draws_random(op, args, kwargs):
+    if name in SYNC_OPS or op in NOT_META or _draws_random(op, args, kwargs):
         # Random ops run now, in program order: a queued one read its generator's state when the
         # stream reached it, so ``g.manual_seed()`` / ``set_state`` / another random op issued
         # after it but run before it changed its numbers (a race: non-reproducible dropout).
@@ -211,10 +212,10 @@ def cpu_fallback(op, *args, **kwargs):
         # nonzero) says nothing about other calls: remembering it made every later x[int_index]
         # synchronous after one x[mask].
         if "data-independent" not in str(err) and "data-dependent" not in str(err):
-            _NOT_META.add(op)
+            NOT_META.add(op)
         return _run_now(op, flat, spec, device)
     if _has_non_tensor(meta_out):
-        _NOT_META.add(op)
+        NOT_META.add(op)
         return _run_now(op, flat, spec, device)
     return _run_async(op, flat, spec, device, _as_cpu_kernel_returns(op, args, kwargs, meta_out))
 
@@ -226,7 +227,7 @@ def _as_cpu_kernel_returns(op, args, kwargs, meta_out):
     name = _op_name(op)
     if name not in _NORM_OPS:
         return meta_out
-    by_name = _arguments_by_name(op, args, kwargs)
+    by_name = arguments_by_name(op, args, kwargs)
     out = list(meta_out)
     # The saved statistics: CPU keeps them in the input's dtype unless a reduced-precision input
     # comes with float32 parameters ("mixed type"); the meta kernels say float32 for bf16/fp16.
@@ -269,18 +270,9 @@ def _written_inputs(op, args_flat_by_name):
     return written
 
 
-def _arguments_by_name(op, args, kwargs) -> dict:
-    values = {}
-    positional = [a for a in op._schema.arguments if not a.kwarg_only]
-    for a, v in zip(positional, args):
-        values[a.name] = v
-    values.update(kwargs)
-    return values
-
-
 def _run_async(op, flat, spec, device, meta_out):
     args, kwargs = tree_unflatten(flat, spec)
-    by_name = _arguments_by_name(op, args, kwargs)
+    by_name = arguments_by_name(op, args, kwargs)
     written = _written_inputs(op, by_name)
     returns = op._schema.returns
     meta_leaves, out_spec = tree_flatten(meta_out)
@@ -323,7 +315,7 @@ def _run_async(op, flat, spec, device, meta_out):
         leaves, _ = tree_flatten(_execute(op, cpu_flat, spec, rng))
         for view, i in out_views:
             if leaves[i].shape != view.shape:  # say what went wrong, and run it synchronously from now on
-                _NOT_META.add(op)
+                NOT_META.add(op)
                 raise RuntimeError(
                     f"{_op_name(op)}: the CPU kernel returned output {i} with shape {list(leaves[i].shape)} where its "
                     f"meta kernel promised {list(view.shape)}; later calls run synchronously"
@@ -378,7 +370,7 @@ def _run_now(op, flat, spec, device):
 
 def _run_view(op, flat, spec):
     """A view op: metadata only, so it runs now without waiting for the data."""
-    device = _device_of(flat)
+    device = device_of(flat)
     cpu_flat = [host_view(x) if is_neuron(x) else (_CPU if isinstance(x, torch.device) and x.type == "neuron" else x) for x in flat]
     args, kwargs = tree_unflatten(cpu_flat, spec)
     return _map_back(op(*args, **kwargs), flat, cpu_flat, device)

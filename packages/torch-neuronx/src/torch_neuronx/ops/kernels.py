@@ -1,11 +1,13 @@
 """Explicit PrivateUse1 kernels: copies, resize, metadata-only views, and the few ops core
-PyTorch routes to backend-specific names. Everything else reaches the CPU fallback."""
+PyTorch routes to backend-specific names. Everything else reaches the boxed kernel
+(``compiled.dispatch``: compiled on the device, or CPU fallback)."""
 
 from __future__ import annotations
 
 import torch
 
 from .. import _state
+from ..compiled import dispatch
 from . import costs, fallback, tracking
 from .host import host_view, is_neuron, worker_task
 
@@ -133,12 +135,12 @@ METADATA_OPS = [
 
 
 # Ops with a dedicated CPU kernel whose other backends get a CompositeExplicitAutograd
-# decomposition. The boxed fallback never sees them (the composite kernel is registered for
-# PrivateUse1 too), so without these registrations layer_norm and group_norm ran as decomposed
-# var_mean/rsqrt/... on neuron and differed from CPU in the last bit. Routing them to the CPU
-# kernel keeps "neuron equals CPU"; their autograd formulas are unaffected (Autograd key).
+# decomposition. The boxed kernel never sees them (the composite kernel is registered for
+# PrivateUse1 too), so without these registrations layer_norm and group_norm ran as many small
+# decomposed ops (var_mean, rsqrt...) instead of one compiled op (or one CPU kernel in fallback).
+# Their autograd formulas are unaffected (Autograd key).
 # (The list is every aten op with CPU and CompositeExplicitAutograd kernels in torch 2.13.)
-CPU_KERNEL_OPS = [
+WHOLE_OP_KERNELS = [
     "native_layer_norm", "native_group_norm", "addr", "addr.out", "all.dims", "all.dims_out", "any.dims",
     "any.dims_out", "_stack", "_stack.out", "linalg__powsum",
     # Composites that call their out= overload with an empty result: the out tensor got a
@@ -148,9 +150,9 @@ CPU_KERNEL_OPS = [
 ]
 
 
-def cpu_kernel(op):
+def whole_op_kernel(op):
     def kernel(*args, **kwargs):
-        return fallback.cpu_fallback(op, *args, **kwargs)
+        return dispatch.neuron_kernel(op, *args, **kwargs)
 
     return kernel
 
@@ -203,9 +205,9 @@ def register(lib: torch.library.Library) -> None:
         ("convolution_backward_overrideable", convolution_backward_overrideable),
     ]:
         lib.impl(name, fn, "PrivateUse1")
-    for name in CPU_KERNEL_OPS:
+    for name in WHOLE_OP_KERNELS:
         base, _, overload = name.partition(".")
-        lib.impl(name, cpu_kernel(getattr(getattr(torch.ops.aten, base), overload or "default")), "PrivateUse1")
+        lib.impl(name, whole_op_kernel(getattr(getattr(torch.ops.aten, base), overload or "default")), "PrivateUse1")
     for name in METADATA_OPS:
         base, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, base), overload or "default")
