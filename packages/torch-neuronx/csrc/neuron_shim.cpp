@@ -16,8 +16,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
-#include <ATen/native/transformers/attention.h>
-#include <ATen/ops/_fused_sdp_choice_native.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/Generator.h>
@@ -68,6 +66,8 @@ struct Block {
   size_t size;      // bytes asked for
   size_t reserved;  // bytes of the HBM block behind it (rounded up; what a reuse may serve)
   DeviceIndex device;
+  StreamId stream;            // the stream current when it was allocated: the pool it returns to
+  bool other_streams = false;  // record_stream() named another stream: never cached
 };
 
 bool g_caching = true;  // TORCH_NEURONX_NO_MEMORY_CACHING=1 turns it off (init)
@@ -82,12 +82,15 @@ size_t round_block(size_t n) {
 // A caching allocator, as CUDA's: freed blocks stay reserved (counted against the simulated HBM)
 // and serve later allocations of a similar size without a call into Python; an allocation that
 // finds the HBM full releases the cache and retries; empty_cache() releases it. Reuse is safe
-// for the same reason as on CUDA: work on a stream runs in order, and a block freed by one op
-// is only handed out to ops issued after it.
+// for the same reason as on CUDA: a freed block goes back to the pool of the stream it was
+// allocated on and serves only later allocations on that stream, whose work runs after the work
+// queued before the free. A block used on other streams (Tensor.record_stream) is not cached:
+// it returns to the HBM, and the host memory of a pending launch's views stays valid.
 struct NeuronAllocator final : c10::DeviceAllocator {
   std::mutex mu;
   std::map<uintptr_t, Block> live;  // address -> block, for frees, stats and getDeviceFromPtr
-  std::array<std::multimap<size_t, uintptr_t>, kMaxDevices> cached;  // reserved size -> free block
+  // Per device and stream: reserved size -> free block.
+  std::array<std::map<StreamId, std::multimap<size_t, uintptr_t>>, kMaxDevices> cached;
   std::array<cda::DeviceStats, kMaxDevices> device_stats;
 
   static void deleter(void* ctx);
@@ -112,7 +115,7 @@ struct NeuronAllocator final : c10::DeviceAllocator {
   // `n` bytes: (address, its size), or (0, 0).
   std::pair<uintptr_t, size_t> take_cached(DeviceIndex d, size_t reserved, size_t n) {
     std::lock_guard<std::mutex> lock(mu);
-    auto& pool = cached[d];
+    auto& pool = cached[d][t_stream[d]];
     auto it = pool.lower_bound(reserved);
     if (it == pool.end() || it->first > reserved + reserved / 8) return {0, 0};
     auto [size, addr] = *it;
@@ -129,7 +132,7 @@ struct NeuronAllocator final : c10::DeviceAllocator {
         bool had_cache = false;
         {
           std::lock_guard<std::mutex> lock(mu);
-          had_cache = !cached[d].empty();
+          for (auto& [stream, pool] : cached[d]) had_cache = had_cache || !pool.empty();
           if (!had_cache || attempt > 0) device_stats[d].num_ooms += 1;
         }
         if (!had_cache || attempt > 0) throw;  // NeuronOutOfMemoryError (a torch.OutOfMemoryError) propagates
@@ -149,7 +152,7 @@ struct NeuronAllocator final : c10::DeviceAllocator {
   }
 
   void record_live_locked(uintptr_t addr, size_t n, size_t reserved, DeviceIndex d, bool fresh) {
-    live[addr] = Block{n, reserved, d};
+    live[addr] = Block{n, reserved, d, t_stream[d]};
     auto& s = device_stats[d];
     for (auto* stat : {&s.allocation[0], &s.active[0]}) stat->increase(1);
     for (auto* stat : {&s.allocated_bytes[0], &s.active_bytes[0], &s.requested_bytes[0]}) stat->increase(n);
@@ -170,8 +173,8 @@ struct NeuronAllocator final : c10::DeviceAllocator {
       auto& s = device_stats[block.device];
       for (auto* stat : {&s.allocation[0], &s.active[0]}) stat->decrease(1);
       for (auto* stat : {&s.allocated_bytes[0], &s.active_bytes[0], &s.requested_bytes[0]}) stat->decrease(block.size);
-      if (g_caching && Py_IsInitialized()) {
-        cached[block.device].emplace(block.reserved, addr);
+      if (g_caching && !block.other_streams && Py_IsInitialized()) {
+        cached[block.device][block.stream].emplace(block.reserved, addr);
         return;
       }
     }
@@ -185,7 +188,9 @@ struct NeuronAllocator final : c10::DeviceAllocator {
       std::lock_guard<std::mutex> lock(mu);
       for (int i = 0; i < g_device_count; ++i) {
         if (d >= 0 && i != d) continue;
-        for (auto& [size, addr] : cached[i]) blocks.push_back({addr, {size, static_cast<DeviceIndex>(i)}});
+        for (auto& [stream, pool] : cached[i]) {
+          for (auto& [size, addr] : pool) blocks.push_back({addr, {size, static_cast<DeviceIndex>(i)}});
+        }
         cached[i].clear();
       }
     }
@@ -220,7 +225,11 @@ struct NeuronAllocator final : c10::DeviceAllocator {
 
   bool initialized() override { return g_callbacks != nullptr; }
   void emptyCache(c10::MempoolId_t) override { release_cached(-1); }
-  void recordStream(const c10::DataPtr&, c10::Stream) override {}
+  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = live.find(reinterpret_cast<uintptr_t>(ptr.get_context()));
+    if (it != live.end() && stream.id() != it->second.stream) it->second.other_streams = true;
+  }
 
   cda::DeviceStats getDeviceStats(DeviceIndex d) override {
     check_device(d);
@@ -495,13 +504,10 @@ bool hooks_registered = [] {
 
 }  // namespace
 
-// scaled_dot_product_attention asks this stub which kernel to use. Unregistered, neuron always
-// got the decomposed math path while CPU uses its flash kernel, so attention outputs differed from
-// CPU's in the last bits. With CPU's own choice, neuron calls the same CPU kernel
-// (_scaled_dot_product_flash_attention_for_cpu, run by the CPU fallback) and matches CPU exactly.
-namespace at::native {
-REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &_fused_sdp_choice_cpp)
-}  // namespace at::native
+// scaled_dot_product_attention asks _fused_sdp_choice_stub which kernel to use. It is left
+// unregistered for neuron: attention then takes the math path (matmuls, softmax, dropout), whose
+// ops compile for the NeuronCore, instead of CPU's fused flash kernel (which could only run
+// through CPU fallback).
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);
@@ -557,7 +563,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("cached_blocks", [] {
     std::lock_guard<std::mutex> lock(g_allocator.mu);
     size_t n = 0;
-    for (auto& pool : g_allocator.cached) n += pool.size();
+    for (auto& per_stream : g_allocator.cached) {
+      for (auto& [stream, pool] : per_stream) n += pool.size();
+    }
     return n;
   });
   m.def("live_allocations", [] {

@@ -18,6 +18,13 @@ import torch
 # puts no test folder on sys.path). ``tnx_helpers`` is a name unique across the monorepo.
 sys.path.insert(0, os.path.dirname(__file__))
 
+# Compiled ops go to a cache of this test session, not the user's: every run compiles what it
+# tests (as a clean CI machine does) and never reads NEFFs another version left behind.
+if "TORCH_NEURONX_NEFF_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"] = tempfile.mkdtemp(prefix="tnx-test-neff-")
+
 import torch_neuronx  # noqa: E402
 from torch_neuronx.ops.tracking import NeuronFallbackWarning  # noqa: E402
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import torch
-from tnx_helpers import assert_equal
+from tnx_helpers import assert_close_to_cpu
 
 
 def test_autocast_casts_like_cpu_autocast_lists():
@@ -19,7 +19,7 @@ def test_autocast_casts_like_cpu_autocast_lists():
     assert mm.dtype == lin.dtype == torch.bfloat16
     assert soft.dtype == torch.float32
     assert add.dtype == torch.float32
-    assert_equal(mm, a.cpu().bfloat16() @ a.cpu().bfloat16())
+    assert_close_to_cpu(mm, a.cpu().bfloat16() @ a.cpu().bfloat16())
 
 
 def test_autocast_default_dtype_and_fp16():
@@ -45,8 +45,9 @@ def test_autocast_training_matches_cpu_autocast():
         results.append((out.dtype, loss.detach().cpu(), m[0].weight.grad.cpu()))
     (dt_n, loss_n, g_n), (dt_c, loss_c, g_c) = results
     assert dt_n == dt_c == torch.bfloat16
-    assert_equal(loss_n, loss_c)
-    assert_equal(g_n, g_c)
+    # fp32 results of bf16 computations: bf16's tolerance
+    assert_close_to_cpu(loss_n, loss_c, rtol=2e-2, atol=2e-2)
+    assert_close_to_cpu(g_n, g_c, rtol=2e-2, atol=2e-2)
 
 
 def test_grad_scaler():
@@ -69,4 +70,4 @@ def test_grad_scaler():
     scaler.step(opt)
     scaler.update()
     assert scaler.get_scale() == 512.0
-    assert_equal(model.weight.detach(), w1)
+    assert_close_to_cpu(model.weight.detach(), w1)

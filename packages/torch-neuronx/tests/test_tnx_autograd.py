@@ -6,7 +6,7 @@ import copy
 
 import torch
 import torch.nn.functional as F
-from tnx_helpers import assert_equal
+from tnx_helpers import assert_close_to_cpu, assert_equal
 
 
 def test_gradients_match_cpu():
@@ -23,8 +23,8 @@ def test_gradients_match_cpu():
     f(a, b).backward()
     f(a_cpu, b_cpu).backward()
     assert a.grad.device.type == "neuron"
-    assert_equal(a.grad, a_cpu.grad)
-    assert_equal(b.grad, b_cpu.grad)
+    assert_close_to_cpu(a.grad, a_cpu.grad)
+    assert_close_to_cpu(b.grad, b_cpu.grad)
 
 
 def test_autograd_grad_and_double_backward():
@@ -34,8 +34,8 @@ def test_autograd_grad_and_double_backward():
         (g,) = torch.autograd.grad((t.sin() * t).sum(), t, create_graph=True)
         (gg,) = torch.autograd.grad(g.sum(), t)
         t.result = (g.detach(), gg)
-    assert_equal(x.result[0], x_cpu.result[0])
-    assert_equal(x.result[1], x_cpu.result[1])
+    assert_close_to_cpu(x.result[0], x_cpu.result[0])
+    assert_close_to_cpu(x.result[1], x_cpu.result[1])
 
 
 def test_module_to_keeps_parameter_identity():
@@ -69,10 +69,10 @@ def test_layers_forward_and_backward_match_cpu():
     ref_loss = F.cross_entropy(ref(x), y)
     loss.backward()
     ref_loss.backward()
-    assert_equal(loss, ref_loss.detach())
+    assert_close_to_cpu(loss, ref_loss.detach())
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-5, atol=1e-6, msg=name)
-    assert_equal(model[1].running_mean, ref[1].running_mean)
+    assert_close_to_cpu(model[1].running_mean, ref[1].running_mean)
 
 
 def test_no_grad_detach_and_requires_grad():
@@ -139,6 +139,6 @@ def test_batch_norm_eval_mode_matches_cpu():
     y, yn = ref(x), model(xn)
     y.sum().backward()
     yn.sum().backward()
-    assert_equal(yn.detach(), y.detach())
-    assert_equal(xn.grad, x.grad)
-    assert_equal(model[1].weight.grad, ref[1].weight.grad)
+    assert_close_to_cpu(yn.detach(), y.detach())
+    assert_close_to_cpu(xn.grad, x.grad)
+    assert_close_to_cpu(model[1].weight.grad, ref[1].weight.grad)

@@ -102,9 +102,9 @@ def test_launch_error_is_raised_at_synchronize_with_the_op():
     with pytest.raises(ExecutionError) as info:
         torch.neuron.synchronize()
     message = str(info.value)
-    assert "aten::index_select" in message and "index out of range" in message
+    assert "aten::index_select" in message and "index 10 is out of bounds for a dimension of size 10" in message
     assert "[10, 4]:float32" in message and "neuron:0" in message
-    assert isinstance(info.value.original, IndexError)
+    assert isinstance(info.value.original, IndexError)  # as CPU's "index out of range" is
     assert isinstance(info.value, RuntimeError)
     torch.neuron.synchronize()  # reported once, then the device works again
     assert torch.embedding(weight, torch.tensor([9], device="neuron")).shape == (1, 4)
@@ -115,7 +115,7 @@ def test_launch_error_is_raised_at_item():
     y = x.index_select(0, torch.tensor([7], device="neuron")).sum()
     with pytest.raises(RuntimeError, match="aten::index_select") as info:
         y.item()
-    assert "index out of range" in str(info.value)
+    assert "out of bounds" in str(info.value) and isinstance(info.value.original, IndexError)
 
 
 def test_use_after_a_failed_launch():
@@ -132,9 +132,9 @@ def test_use_after_a_failed_launch():
 
 def test_argument_errors_are_raised_at_the_call():
     a = torch.ones(2, 3, device="neuron")
-    with pytest.raises(RuntimeError, match="size of tensor a"):
+    with pytest.raises(RuntimeError, match="size of tensor a|broadcast"):
         a + torch.ones(4, device="neuron")
-    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+    with pytest.raises(RuntimeError, match="cannot be multiplied|must have same reduction dim"):
         a @ a
     with pytest.raises(IndexError):
         a[5]

@@ -31,7 +31,7 @@ def test_elapsed_time_equals_the_runtime_timeline():
     assert ms == pytest.approx(timeline_ms, rel=1e-12)
 
 
-def test_elapsed_time_of_a_known_fallback_op():
+def test_elapsed_time_of_a_known_fallback_op(fallback_only):
     a = torch.ones(1024, device="neuron")
     b = torch.ones(1024, device="neuron")
     torch.neuron.synchronize()

@@ -8,7 +8,8 @@ import gc
 import pytest
 import torch
 import torch_neuronx
-from tnx_helpers import torch_neuronx_runtime
+from tnx_helpers import run_python, torch_neuronx_runtime
+from torch_neuronx import _state
 
 
 def test_allocated_follows_tensors():
@@ -39,13 +40,54 @@ def test_peak_and_reset():
 
 
 def test_reserved_and_empty_cache():
-    a = torch.empty(4096, device="neuron")
-    # No caching allocator: reserved is allocated, and empty_cache has nothing to return.
-    assert torch.neuron.memory_reserved() == torch.neuron.memory_allocated()
+    hbm = torch_neuronx_runtime().device(0).hbm
     torch.neuron.empty_cache()
-    torch_neuronx.empty_cache()
-    assert torch_neuronx.memory_reserved() == torch.neuron.memory_allocated()
+    a = torch.empty(4096, device="neuron")
+    address = a.data_ptr()
+    reserved, in_hbm = torch.neuron.memory_reserved(), hbm.allocated
+    assert reserved >= torch.neuron.memory_allocated()
     del a
+    # The caching allocator keeps the freed block reserved and hands it to the next request.
+    assert torch.neuron.memory_reserved() == reserved
+    b = torch.empty(4096, device="neuron")
+    assert b.data_ptr() == address and torch.neuron.memory_reserved() == reserved
+    del b
+    torch_neuronx.empty_cache()  # the block goes back to the HBM
+    assert _state.shim().cached_blocks() == 0
+    assert torch.neuron.memory_reserved() <= reserved - 4096 * 4 and hbm.allocated <= in_hbm - 4096 * 4
+
+
+def test_an_allocation_that_fits_only_without_the_cache_releases_it():
+    # A 64 MiB HBM (the runtime's test knob), so filling it costs little host memory.
+    proc = run_python(
+        """
+        import dataclasses
+        from neuron_sim.runtime import Runtime, RuntimeConfig, runtime
+        runtime._set(Runtime(dataclasses.replace(RuntimeConfig.from_env(), hbm_capacity=64 << 20)))
+        import torch, torch_neuronx
+        big = torch.empty(40 << 20, dtype=torch.uint8, device="neuron")
+        del big  # cached: the HBM still holds it
+        assert torch.neuron.memory_reserved() == 40 << 20 and torch.neuron.memory_allocated() == 0
+        other = torch.empty(48 << 20, dtype=torch.uint8, device="neuron")  # fits only once the cache is released
+        stats = torch.neuron.memory_stats()
+        print(stats["num_alloc_retries"], stats["num_ooms"], torch.neuron.memory_reserved() == 48 << 20)
+        """,
+        env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
+    assert proc.stdout.split() == ["1", "0", "True"]
+
+
+def test_caching_can_be_turned_off():
+    proc = run_python(
+        """
+        import torch, torch_neuronx
+        a = torch.empty(4096, device="neuron")
+        del a
+        print(torch.neuron.memory_reserved() == torch.neuron.memory_allocated() == 0)
+        """,
+        env={"TORCH_NEURONX_NO_MEMORY_CACHING": "1"},
+    )
+    assert proc.stdout.strip() == "True"
 
 
 def test_memory_stats_dict():
@@ -67,6 +109,7 @@ def test_memory_stats_dict():
 
 def test_stats_match_simulated_hbm():
     hbm = torch_neuronx_runtime().device(0).hbm
+    torch.neuron.empty_cache()  # no cached block may serve these requests
     before_live, before_bytes = len(hbm.live_allocations()), torch.neuron.memory_allocated()
     tensors = [torch.empty(n, dtype=torch.uint8, device="neuron") for n in (64, 128, 4096)]
     assert len(hbm.live_allocations()) == before_live + 3
@@ -74,6 +117,8 @@ def test_stats_match_simulated_hbm():
     free, total = torch.neuron.mem_get_info()
     assert total == hbm.capacity and free == total - torch.neuron.memory_reserved()
     del tensors
+    assert torch.neuron.memory_allocated() == before_bytes
+    torch.neuron.empty_cache()
     assert len(hbm.live_allocations()) == before_live
 
 

@@ -12,6 +12,7 @@ from .errors import (
     AccessPatternError,
     ConfigurationError,
     ExecutionError,
+    IndexOutOfBoundsError,
     NeffFormatError,
     NeuronSimError,
     OutOfMemoryError,
@@ -30,7 +31,7 @@ __version__ = "0.1.0"
 __all__ = [
     "dtypes", "graph", "isa", "neff", "runtime", "timing", "trace", "Neff", "NeffCache", "Event", "Runtime", "get_runtime",
     "TimingResult", "estimate", "Architecture", "get_architecture", "ProgramBuilder", "HbmTensor", "Tile",
-    "AccessPatternError", "ConfigurationError", "ExecutionError", "NeffFormatError", "NeuronSimError",
+    "AccessPatternError", "ConfigurationError", "ExecutionError", "IndexOutOfBoundsError", "NeffFormatError", "NeuronSimError",
     "OutOfMemoryError", "UninitializedReadError", "ValidationError", "ExactExecutor", "AccessPattern", "Hbm",
     "Program", "TensorDecl", "__version__",
 ]

@@ -38,6 +38,11 @@ class AccessPatternError(ValidationError):
     """An access pattern is malformed or reaches outside its memory."""
 
 
+class IndexOutOfBoundsError(AccessPatternError, IndexError):
+    """An index operand (a gather's, a scatter's, an indirect DMA's) names a row or element
+    outside its tensor. Also an IndexError, as frameworks report bad indices."""
+
+
 class OutOfMemoryError(NeuronSimError, MemoryError):
     """The simulated HBM of a NeuronCore cannot hold the requested allocation."""
 

@@ -10,7 +10,15 @@ from torch_neuronx.ops import tracking
 from torch_neuronx.ops.tracking import NeuronFallbackWarning
 
 
-def test_executed_and_fallback_ops():
+def test_compiled_ops_are_executed_not_fallback():
+    x = torch.ones(3, device="neuron")
+    (x * 2).sum()
+    torch.neuron.synchronize()
+    assert {"aten::mul", "aten::sum", "aten::fill_"} <= set(torch_neuronx.get_executed_ops())
+    assert torch_neuronx.get_fallback_ops() == []
+
+
+def test_executed_and_fallback_ops(fallback_only):
     x = torch.ones(3, device="neuron")
     (x * 2).sum()
     torch.neuron.synchronize()
@@ -23,7 +31,7 @@ def test_executed_and_fallback_ops():
     assert "aten::copy_" in torch_neuronx.get_executed_ops()
 
 
-def test_clear_op_tracking():
+def test_clear_op_tracking(fallback_only):
     torch.ones(2, device="neuron").neg()
     assert "aten::neg" in torch_neuronx.get_fallback_ops()
     torch_neuronx.clear_op_tracking()
@@ -35,7 +43,7 @@ def test_cpu_only_work_is_not_tracked():
     assert torch_neuronx.get_executed_ops() == []
 
 
-def test_warning_once_per_op():
+def test_warning_once_per_op(fallback_only):
     tracking._warned.discard("aten::atan2")
     x = torch.ones(3, device="neuron")
     with warnings.catch_warnings(record=True) as caught:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..errors import AccessPatternError
+from ..errors import AccessPatternError, IndexOutOfBoundsError
 from ..isa import (
     Activation,
     AffineSelect,
@@ -138,7 +138,7 @@ def _dma_indirect(ex, inst: DmaIndirect):
     if not valid.all():
         if inst.oob_mode == "error":
             bad = index[~valid]
-            raise AccessPatternError(
+            raise IndexOutOfBoundsError(
                 "dma.index_out_of_bounds",
                 f"indirect DMA index {int(bad[0])} is outside the {rows} rows of {inst.table.tensor!r} "
                 f"({int(bad.size)} bad index(es)); use oob_mode='skip' to drop such rows",
@@ -426,7 +426,7 @@ def _local_gather(ex, inst: LocalGather):
         idx = index[g : g + 16]
         bad = idx[(idx < 0) | ((idx + 1) * e > pool.size)]
         if bad.size:
-            raise AccessPatternError(
+            raise IndexOutOfBoundsError(
                 "local_gather.index_out_of_bounds",
                 f"local_gather index {int(bad[0])} is outside the "
                 f"{pool.size // e} entries of partition group {g}..{g + 15}",

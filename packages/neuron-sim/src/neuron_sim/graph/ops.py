@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes
-from ..errors import ValidationError
+from ..errors import IndexOutOfBoundsError, ValidationError
 from ..isa import ops as alu
 from .ir import TensorType
 
@@ -422,7 +422,7 @@ def _check_index(idx: np.ndarray, size: int, op: str) -> np.ndarray:
     idx = idx.astype(np.int64)
     bad = (idx < 0) | (idx >= size)
     if bad.any():
-        raise ValidationError("graph.index_out_of_bounds",
+        raise IndexOutOfBoundsError("graph.index_out_of_bounds",
                               f"{op}: index {int(idx[bad].reshape(-1)[0])} is out of bounds for a dimension of size {size}")
     return idx
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from ..ops.fallback import as_cpu_kernel_returns
 from .dtypes import NotLowerable, sim_dtype
 from .entry import METADATA_KEY, CompiledOp, OutputSpec
 from .tracing import dense_permutation, graph_for, is_row_major, storage_span
@@ -27,18 +28,33 @@ def _meta(x):
     return x
 
 
+def _meta_tree(value):
+    if isinstance(value, (list, tuple)):
+        return type(value)(_meta(v) for v in value)
+    return _meta(value)
+
+
 def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) -> CompiledOp:
     """Trace, import and compile (``compile_graph(graph, arch) -> Neff``) ``op`` for this call."""
-    flat, spec = tree_flatten((args, kwargs))
-    positions = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor)]
-    specs = [(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
     mutated = mutated_arguments(op)
     functional = functional_variant(op) if mutated else op
     if functional is None:
         raise NotLowerable(f"{op} writes {mutated} and has no functional overload")
+    drop = set(mutated) if mutated and not op._schema.name.endswith("_") else set()  # out= arguments
+    flat, spec = tree_flatten((args, {n: v for n, v in kwargs.items() if n not in drop}))
+    positions = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor)]
+    specs = [(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
 
-    meta_args, meta_kwargs = tree_unflatten([_meta(x) for x in flat], spec)
-    meta_result = op(*meta_args, **meta_kwargs)  # out= tensors are resized here, as CPU would
+    _probe_cpu_dtype_support(op, args, kwargs, specs)
+    meta_args = tuple(_meta_tree(a) for a in args)
+    meta_kwargs = {n: _meta_tree(v) for n, v in kwargs.items()}
+    try:
+        meta_result = op(*meta_args, **meta_kwargs)  # out= tensors are resized here, as CPU would
+    except (NotImplementedError, RuntimeError) as err:
+        if "meta" in str(err).lower() or "data-dependent" in str(err):
+            raise NotLowerable(f"{op} has no usable meta kernel: {str(err).splitlines()[0]}") from None
+        raise  # the op's own argument checks, reported at the call as CPU does
+    meta_result = as_cpu_kernel_returns(op, args, kwargs, meta_result)  # where CPU's kernel differs from meta
     _, out_spec = tree_flatten(meta_result)
     if mutated:
         by_name = arguments_by_name(op, meta_args, meta_kwargs)
@@ -48,7 +64,6 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     if any(x is not None and not isinstance(x, torch.Tensor) for x in produced):
         raise NotLowerable(f"{op} returns non-tensor values")
     written_dtypes = [x.dtype for x in produced] if mutated else None
-    drop = set(mutated) if mutated and not op._schema.name.endswith("_") else set()  # out= arguments
 
     traced = [torch.device("cpu") if isinstance(x, torch.device) else x for x in flat]  # factories: make_fx builds on CPU
 
@@ -57,7 +72,7 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         for pos, t in zip(positions, inputs):
             values[pos] = t
         a, k = tree_unflatten(values, spec)
-        results, _ = tree_flatten(functional(*a, **{n: v for n, v in k.items() if n not in drop}))
+        results, _ = tree_flatten(functional(*a, **k))
         if written_dtypes is not None:  # written tensors keep their dtype: results are cast on the way in
             results = [r if r.dtype == d else r.to(d) for r, d in zip(results, written_dtypes)]
         return results
@@ -81,6 +96,14 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     graph, none_positions = graph_for(call, specs, perms, name)
     if len(none_positions) + len(outputs) != len(produced) or any(produced[p] is not None for p in none_positions):
         raise NotLowerable(f"{op}: the traced results do not match its meta results")
+    for value, spec, perm in zip(graph.outputs, outputs, perms):
+        shape = tuple(spec.shape[p] for p in perm) if perm is not None else spec.shape
+        if tuple(value.type.shape) != shape or value.type.dtype != sim_dtype(spec.dtype):
+            # Never write one type's bytes into another's buffer: run this call on CPU instead.
+            raise NotLowerable(f"{op}: traced result {value.type} differs from CPU's {list(spec.shape)} {spec.dtype}")
+    refused = _inexact_integer_op(graph)
+    if refused is not None:
+        raise NotLowerable(f"{op}: {refused}")
     neff = compile_graph(graph, arch)
     entry = CompiledOp(
         neff=neff,
@@ -94,6 +117,94 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     )
     neff.metadata[METADATA_KEY] = entry.metadata()
     return CompiledOp.from_neff(neff)  # the form a disk hit gives: one path for both
+
+
+def _probe_cpu_dtype_support(op, args, kwargs, specs) -> None:
+    """Meta kernels accept dtypes the CPU kernels refuse (argmax of bool, ...). A call with a
+    tensor that is not float32 runs once on CPU zeros of its shapes first: if CPU refuses it, so
+    does the device - the call goes to CPU fallback, which raises CPU's own error."""
+    if all(dtype == torch.float32 for _, _, dtype in specs):
+        return
+
+    def zeros(x):
+        if isinstance(x, torch.Tensor):
+            return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype).zero_()
+        if isinstance(x, (list, tuple)):
+            return type(x)(zeros(v) for v in x)
+        if isinstance(x, torch.device):
+            return torch.device("cpu")
+        return x
+
+    try:
+        op(*[zeros(a) for a in args], **{n: zeros(v) for n, v in kwargs.items()})
+    except Exception as err:  # noqa: BLE001 - whatever CPU says, it says it for this signature
+        raise NotLowerable(f"{op} fails on CPU for these dtypes: {type(err).__name__}: {str(err).splitlines()[0][:200]}") from None
+
+
+_DATA_MOVEMENT = {"reshape", "transpose", "broadcast_in_dim", "slice", "as_strided", "concatenate", "pad", "reverse", "copy",
+                  "constant", "select", "gather", "take_along_axis"}
+_POSITIONS = {"iota", "argmax", "argmin"}  # integers bounded by the shapes (exact below 2**24)
+_INDEXED = {"gather", "take_along_axis", "scatter", "index_add"}  # operand 1 is an index
+
+
+def _inexact_integer_op(graph) -> str | None:
+    """Why ``graph`` cannot give CPU's integer results, or None.
+
+    The engines compute in fp32: integers are exact below 2**24, and results saturate where CPU
+    wraps. So integer arithmetic runs on the device only where it is exact: on integers the graph
+    makes from positions (iota, argmax: masks like ``tril``), and on integer data that only ends
+    up as an index (wrapping negative indices: bounded by the indexed dimension). Other integer
+    data may be moved, cast and compared (exact below 2**24, as on the hardware) but its
+    arithmetic runs through CPU fallback."""
+    from neuron_sim import dtypes
+
+    def is_int(v):
+        return dtypes.is_int(v.type.dtype)
+
+    index_only = _index_only_values(graph)
+    bounded = set()  # integer values derived only from positions and constants
+    for node in graph.nodes:
+        ints_in = [v for v in node.inputs if is_int(v)]
+        if node.op in _POSITIONS or node.op == "constant":
+            bounded.update(v.id for v in node.outputs)
+            continue
+        if node.op in _DATA_MOVEMENT or node.op == "compare" or node.op == "scatter" and node.attrs.get("mode") != "add":
+            if all(v.id in bounded for v in ints_in):
+                bounded.update(v.id for v in node.outputs)
+            continue
+        if node.op == "convert":
+            src, dst = node.inputs[0].type.dtype, node.outputs[0].type.dtype
+            if all(v.id in bounded for v in ints_in):
+                bounded.update(v.id for v in node.outputs)
+            if not dtypes.is_int(dst) or src == "bool" or dtypes.itemsize(dst) >= min(dtypes.itemsize(src), 4):
+                continue  # to float/bool, from bool, or to an integer of at least 32 bits (index widths)
+            return f"{src} -> {dst} conversion (CPU wraps out-of-range values, the engines saturate)"
+        operands = node.inputs[:1] if node.op in ("index_add", "scatter") else ints_in
+        if all(v.id in bounded for v in operands if is_int(v)):
+            bounded.update(v.id for v in node.outputs if is_int(v))
+            continue
+        if all(v.id in index_only for v in node.outputs):
+            continue
+        return f"integer {node.op} on integer data (the engines compute integers in fp32)"
+    return None
+
+
+def _index_only_values(graph) -> set:
+    """Ids of values used only (through integer ops) as the index operand of a gather/scatter."""
+    uses: dict[int, list] = {}
+    for node in graph.nodes:
+        for pos, v in enumerate(node.inputs):
+            uses.setdefault(v.id, []).append((node, pos))
+    outputs = {v.id for v in graph.outputs}
+    index_only: set = set()
+    for node in reversed(graph.nodes):
+        for v in node.outputs:
+            if v.id in outputs or v.id not in uses:
+                continue
+            if all((user.op in _INDEXED and pos == 1) or all(o.id in index_only for o in user.outputs)
+                   for user, pos in uses[v.id]):
+                index_only.add(v.id)
+    return index_only
 
 
 def _itemsize(dtype: torch.dtype) -> int:

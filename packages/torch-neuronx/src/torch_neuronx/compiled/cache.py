@@ -11,6 +11,8 @@ in memory, so they go straight to CPU fallback next time.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import threading
 import time
@@ -19,7 +21,7 @@ import torch
 from neuron_sim.neff import NeffCache, cache_key
 
 from .dtypes import NotLowerable
-from .entry import CompiledOp
+from .entry import METADATA_VERSION, CompiledOp
 
 CACHE_DIR_ENV = "TORCH_NEURONX_NEFF_CACHE_DIR"
 DISABLE_CACHE_ENV = "TORCH_NEURONX_NEFF_DISABLE_CACHE"
@@ -92,10 +94,27 @@ class OpCache:
 
 
 def _disk_key(key: tuple) -> str:
-    from neuronxcc.compiler.driver import VERSION
-
     # repr() of the key is stable across processes: op names, dtypes, shapes, numbers.
-    return cache_key("torch_neuronx.eager", VERSION, torch.__version__, repr(key))
+    return cache_key("torch_neuronx.eager", METADATA_VERSION, _code_fingerprint(), torch.__version__, repr(key))
+
+
+@functools.cache
+def _code_fingerprint() -> str:
+    """A hash of the code that turns a call into a NEFF (this package's tracing and the compiler):
+    a NEFF compiled by other code is another entry, never a stale hit. Version numbers alone
+    would miss every change made between releases."""
+    import neuron_sim
+    import neuronxcc.compiler
+    import neuronxcc.frontend
+
+    digest = hashlib.sha256(neuron_sim.__version__.encode())
+    roots = [os.path.dirname(__file__), os.path.dirname(neuronxcc.compiler.__file__), os.path.dirname(neuronxcc.frontend.__file__)]
+    for root in roots:
+        for folder, _, files in sorted(os.walk(root)):
+            for name in sorted(f for f in files if f.endswith(".py")):
+                with open(os.path.join(folder, name), "rb") as f:
+                    digest.update(name.encode() + f.read())
+    return digest.hexdigest()
 
 
 CACHE = OpCache()

@@ -42,7 +42,7 @@ class CompileFailedWarning(UserWarning):
 class OpFacts:
     """What the hit path needs to know about an op, computed on its first call."""
 
-    __slots__ = ("refused", "name", "written")
+    __slots__ = ("refused", "name", "written", "out_names")
 
     def __init__(self, op):
         self.name = op._schema.name
@@ -50,6 +50,8 @@ class OpFacts:
         positional = [a.name for a in op._schema.arguments if not a.kwarg_only]
         # Where each written argument is: (position if positional, name).
         self.written = [(positional.index(n) if n in positional else None, n) for n in mutated_arguments(op)]
+        # out= overloads: the written arguments are results only (in-place ones are read too).
+        self.out_names = frozenset() if self.name.endswith("_") else frozenset(n for _, n in self.written)
 
     def written_tensors(self, args, kwargs) -> list[torch.Tensor]:
         out = []
@@ -65,9 +67,15 @@ class OpFacts:
 _FACTS: dict = {}
 
 
+# Ops that write an argument their schema does not mark as written (the running statistics of
+# a training batch norm): a functional graph would silently drop the update.
+_HIDDEN_MUTATION = {"aten::native_batch_norm", "aten::_batch_norm_impl_index", "aten::_fused_moving_avg_obs_fq_helper"}
+
+
 def _refused(op) -> bool:
-    """Ops that never compile: views (metadata only), random draws, host results, dynamic shapes."""
-    if op._schema.name in fallback.SYNC_OPS:
+    """Ops that never compile: views (metadata only), random draws, host results, dynamic shapes,
+    hidden mutation."""
+    if op._schema.name in fallback.SYNC_OPS or op._schema.name in _HIDDEN_MUTATION:
         return True
     if any(r.alias_info is not None and not r.alias_info.is_write for r in op._schema.returns):
         return True
@@ -91,15 +99,16 @@ def neuron_kernel(op, *args, **kwargs):
     if facts.refused or op in fallback.NOT_META or backend() == "fallback":
         return fallback.cpu_fallback(op, *args, **kwargs)
     try:
-        key, tensors = call_signature(args, kwargs)
+        key, tensors = call_signature(args, kwargs, facts.out_names)
     except NotLowerable:
         return fallback.cpu_fallback(op, *args, **kwargs)
     if tensors:
         device = fallback.device_of(tensors)
-    else:
-        device = _factory_device(kwargs)
-        if device is None:
-            return op(*args, **kwargs)  # no neuron operand or result: not ours to run
+    else:  # a factory: its device is an argument, or that of its out= tensor
+        outs = facts.written_tensors(args, kwargs) if facts.written else []
+        device = outs[0].device if outs else _factory_device(kwargs)
+        if device is None or device.type != "neuron":
+            return fallback.cpu_fallback(op, *args, **kwargs)
     arch = _state.bridge().runtime.config.arch
     full_key = (op, arch.name, key)
     entry = CACHE.lookup(full_key)

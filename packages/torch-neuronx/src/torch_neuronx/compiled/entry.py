@@ -14,7 +14,7 @@ from torch.utils._pytree import treespec_dumps, treespec_loads
 from .dtypes import sim_dtype, torch_dtype
 
 METADATA_KEY = "torch_neuronx.op"
-METADATA_VERSION = 1
+METADATA_VERSION = 2  # bump when what a NEFF is compiled for, or its metadata, changes
 
 
 @dataclass

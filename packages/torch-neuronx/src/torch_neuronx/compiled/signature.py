@@ -16,30 +16,35 @@ from .dtypes import NotLowerable
 _SCALARS = (bool, int, float, str, type(None), torch.dtype, torch.layout, torch.memory_format)
 
 
-def call_signature(args, kwargs) -> tuple[tuple, list[torch.Tensor]]:
-    """(hashable key of the arguments, their neuron tensors in pytree leaf order)."""
+def call_signature(args, kwargs, out_names: frozenset = frozenset()) -> tuple[tuple, list[torch.Tensor]]:
+    """(hashable key of the arguments, their neuron tensors in pytree leaf order). ``out=``
+    arguments (``out_names``) are in the key but not among the tensors: they are written, not
+    read, and may be empty until resized."""
     tensors: list[torch.Tensor] = []
     key: list = []
     _scan(args, tensors, key)
     for name, value in kwargs.items():
         key.append(name)
-        _scan((value,), tensors, key)
+        if name in out_names:
+            _scan((value,), [], key, empty_ok=True)
+        else:
+            _scan((value,), tensors, key)
     return tuple(key), tensors
 
 
-def _scan(values, tensors: list, key: list) -> None:
+def _scan(values, tensors: list, key: list, empty_ok: bool = False) -> None:
     for v in values:
         if isinstance(v, torch.Tensor):
             if v.device.type != "neuron":
                 # A CPU operand (a 0-dim scalar tensor, CPU indices): the fallback knows the rules.
                 raise NotLowerable("a CPU tensor operand")
-            if v.numel() == 0:
+            if v.numel() == 0 and not empty_ok:
                 raise NotLowerable("an empty tensor")
             tensors.append(v)
             key.append((v.dtype, v.shape, v.stride()))
         elif isinstance(v, (list, tuple)):
             key.append(len(v))
-            _scan(v, tensors, key)
+            _scan(v, tensors, key, empty_ok)
         elif isinstance(v, float):
             # NaN != NaN would make the key never hit; 1.0 and 1 must not share an entry.
             key.append(("f", v if v == v else "nan", math.copysign(1.0, v)))

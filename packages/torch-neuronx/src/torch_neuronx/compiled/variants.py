@@ -17,10 +17,22 @@ def mutated_arguments(op) -> list[str]:
     return [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
 
 
+def _arange(start, end, step=1):
+    return torch.ops.aten.arange.start_step(start, end, step)
+
+
+# out= factories whose functional overloads take other arguments (dtype, device...): the result
+# is cast to the out= tensor's dtype afterwards, as for every out= op.
+_FACTORIES = {"aten::arange.start_out": _arange}
+
+
 @functools.cache
 def functional_variant(op):
-    """The functional OpOverload computing what ``op`` writes, or None."""
+    """The functional OpOverload (or function) computing what ``op`` writes, or None."""
     schema = op._schema
+    factory = _FACTORIES.get(f"{schema.name}.{op._overloadname}")
+    if factory is not None:
+        return factory
     mutated = set(mutated_arguments(op))
     base = schema.name.split("::", 1)[1]
     if base.endswith("_"):

@@ -205,9 +205,11 @@ def cpu_fallback(op, *args, **kwargs):
         meta_flat = [_to_meta_value(x) for x in flat]
         meta_args, meta_kwargs = tree_unflatten(meta_flat, spec)
         meta_out = op(*meta_args, **meta_kwargs)
-    except (NotImplementedError, RuntimeError) as err:
+    except (NotImplementedError, RuntimeError, IndexError, ValueError) as err:
         if _is_shape_error(err):
-            raise  # the op's own argument checks: report them now, like any device would
+            # The op's own argument checks: report them now, like any device would - with CPU's
+            # error, which checks in another order (argmax of an empty bool tensor: dtype first).
+            return _run_now(op, flat, spec, device)
         # A meta kernel that cannot run for *these* arguments (index with a boolean mask calls
         # nonzero) says nothing about other calls: remembering it made every later x[int_index]
         # synchronous after one x[mask].
@@ -217,10 +219,10 @@ def cpu_fallback(op, *args, **kwargs):
     if _has_non_tensor(meta_out):
         NOT_META.add(op)
         return _run_now(op, flat, spec, device)
-    return _run_async(op, flat, spec, device, _as_cpu_kernel_returns(op, args, kwargs, meta_out))
+    return _run_async(op, flat, spec, device, as_cpu_kernel_returns(op, args, kwargs, meta_out))
 
 
-def _as_cpu_kernel_returns(op, args, kwargs, meta_out):
+def as_cpu_kernel_returns(op, args, kwargs, meta_out):
     """Meta results adjusted where the CPU kernel returns other shapes or dtypes (outputs are
     preallocated from the meta results). Batch norm in eval mode returns empty save_mean /
     save_invstd on CPU, not [C]: every BatchNorm in eval() failed on neuron."""
