@@ -42,11 +42,37 @@ def _torch():
 
 
 def decompositions() -> dict:
-    """torch-mlir's decomposition table, for ``aot_autograd(decompositions=...)``."""
-    _torch()
+    """torch-mlir's decomposition table, for ``aot_autograd(decompositions=...)``, plus our
+    corrections of ops torch-mlir lowers with other semantics than PyTorch's."""
+    torch = _torch()[0]
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
-    return get_decomposition_table()
+    table = dict(get_decomposition_table())
+    aten = torch.ops.aten
+    table[aten.remainder.Tensor] = _remainder
+    table[aten.remainder.Scalar] = _remainder
+    table[aten.take.default] = _take
+    return table
+
+
+def _take(self, index):
+    """torch.take counts negative indices from the end; torch-mlir's lowering gathers them as
+    they are (an out-of-bounds error). Wrapped first, as CPU does."""
+    torch = _torch()[0]
+    flat = self.reshape(-1)
+    wrapped = torch.where(index < 0, index + flat.shape[0], index)
+    return torch.ops.aten.index_select(flat, 0, wrapped.reshape(-1)).reshape(index.shape)
+
+
+def _remainder(a, b):
+    """torch.remainder takes the divisor's sign (Python's %); torch-mlir lowers it to
+    stablehlo.remainder, which takes the dividend's (C's fmod). Corrected as CPU computes it:
+    fmod, then plus the divisor where the signs differ and the result is not zero."""
+    torch = _torch()[0]
+    if not isinstance(b, torch.Tensor):  # a 0-dim tensor promotes as the scalar does
+        b = torch.scalar_tensor(b, dtype=torch.float32 if isinstance(b, float) else torch.int64)
+    mod = torch.fmod(a, b)
+    return torch.where((mod != 0) & ((mod < 0) != (b < 0)), mod + b, mod)
 
 
 def sdpa_math():

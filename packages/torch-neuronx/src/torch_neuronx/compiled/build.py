@@ -28,6 +28,24 @@ def _meta(x):
     return x
 
 
+def _for_trace(x):
+    if isinstance(x, torch.device):
+        return torch.device("cpu")  # factories: make_fx builds on CPU
+    if isinstance(x, torch.Tensor) and x.device.type == "cpu":  # a host 0-dim operand: its value is in the key
+        return _HostScalar(x.item(), x.dtype)
+    return x
+
+
+class _HostScalar:
+    """A host 0-dim tensor operand, re-made inside the trace (a constant of the graph)."""
+
+    def __init__(self, value, dtype):
+        self.value, self.dtype = value, dtype
+
+    def make(self):
+        return torch.full((), self.value, dtype=self.dtype)
+
+
 def _meta_tree(value):
     if isinstance(value, (list, tuple)):
         return type(value)(_meta(v) for v in value)
@@ -42,7 +60,7 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         raise NotLowerable(f"{op} writes {mutated} and has no functional overload")
     drop = set(mutated) if mutated and not op._schema.name.endswith("_") else set()  # out= arguments
     flat, spec = tree_flatten((args, {n: v for n, v in kwargs.items() if n not in drop}))
-    positions = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor)]
+    positions = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor) and x.device.type != "cpu"]
     specs = [(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
 
     _probe_cpu_dtype_support(op, args, kwargs, specs)
@@ -65,10 +83,10 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         raise NotLowerable(f"{op} returns non-tensor values")
     written_dtypes = [x.dtype for x in produced] if mutated else None
 
-    traced = [torch.device("cpu") if isinstance(x, torch.device) else x for x in flat]  # factories: make_fx builds on CPU
+    traced = [_for_trace(x) for x in flat]
 
     def call(*inputs):
-        values = list(traced)
+        values = [x.make() if isinstance(x, _HostScalar) else x for x in traced]
         for pos, t in zip(positions, inputs):
             values[pos] = t
         a, k = tree_unflatten(values, spec)

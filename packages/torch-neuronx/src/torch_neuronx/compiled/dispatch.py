@@ -28,7 +28,7 @@ from .cache import CACHE
 from .dtypes import NotLowerable
 from .launch import launch
 from .signature import call_signature
-from .variants import mutated_arguments
+from .variants import mutated_arguments, scalar_overload
 
 BACKEND_ENV = "TORCH_NEURONX_EAGER_BACKEND"
 STRICT_ENV = "TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS"
@@ -42,7 +42,7 @@ class CompileFailedWarning(UserWarning):
 class OpFacts:
     """What the hit path needs to know about an op, computed on its first call."""
 
-    __slots__ = ("refused", "name", "written", "out_names")
+    __slots__ = ("refused", "name", "written", "out_names", "tensor_args")
 
     def __init__(self, op):
         self.name = op._schema.name
@@ -50,6 +50,8 @@ class OpFacts:
         positional = [a.name for a in op._schema.arguments if not a.kwarg_only]
         # Where each written argument is: (position if positional, name).
         self.written = [(positional.index(n) if n in positional else None, n) for n in mutated_arguments(op)]
+        # Tensor arguments by position, to spot Python numbers handed over for them.
+        self.tensor_args = [(i, a.name) for i, a in enumerate(op._schema.arguments) if str(a.type) == "Tensor"]
         # out= overloads: the written arguments are results only (in-place ones are read too).
         self.out_names = frozenset() if self.name.endswith("_") else frozenset(n for _, n in self.written)
 
@@ -98,6 +100,13 @@ def neuron_kernel(op, *args, **kwargs):
         facts = _FACTS[op] = OpFacts(op)
     if facts.refused or op in fallback.NOT_META or backend() == "fallback":
         return fallback.cpu_fallback(op, *args, **kwargs)
+    numbers = tuple(name for i, name in facts.tensor_args
+                    if isinstance(args[i] if i < len(args) else kwargs.get(name), (bool, int, float)))
+    if numbers:
+        scalar_op = scalar_overload(op, numbers)
+        if scalar_op is None:
+            return fallback.cpu_fallback(op, *args, **kwargs)
+        return neuron_kernel(scalar_op, *args, **kwargs)
     try:
         key, tensors = call_signature(args, kwargs, facts.out_names)
     except NotLowerable:

@@ -36,8 +36,10 @@ def _scan(values, tensors: list, key: list, empty_ok: bool = False) -> None:
     for v in values:
         if isinstance(v, torch.Tensor):
             if v.device.type != "neuron":
-                # A CPU operand (a 0-dim scalar tensor, CPU indices): the fallback knows the rules.
-                raise NotLowerable("a CPU tensor operand")
+                if v.device.type == "cpu" and v.dim() == 0:  # a host scalar: baked in, like a number
+                    key.append(("cpu0d", v.dtype, v.item()))
+                    continue
+                raise NotLowerable("a CPU tensor operand")  # CPU indices...: the fallback knows the rules
             if v.numel() == 0 and not empty_ok:
                 raise NotLowerable("an empty tensor")
             tensors.append(v)

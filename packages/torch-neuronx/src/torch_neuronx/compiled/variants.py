@@ -59,3 +59,19 @@ def arguments_by_name(op, args, kwargs) -> dict:
     values = {a.name: v for a, v in zip(positional, args)}
     values.update(kwargs)
     return values
+
+
+@functools.cache
+def scalar_overload(op, names: tuple[str, ...]):
+    """The overload of ``op``'s name that takes Scalars for the Tensor arguments ``names``
+    (``remainder.Tensor`` -> ``remainder.Scalar``), or None. A Scalar overload calling its Tensor
+    overload hands the number over as a "wrapped number", which reaches a Python kernel as a
+    plain Python number."""
+    schema = op._schema
+    wanted = [(a.name, "number" if a.name in names else str(a.type)) for a in schema.arguments]  # Scalar prints as "number"
+    packet = getattr(torch.ops.aten, schema.name.split("::", 1)[1], None)
+    for name in packet.overloads() if packet is not None else ():
+        candidate = getattr(packet, name)
+        if [(a.name, str(a.type)) for a in candidate._schema.arguments] == wanted:
+            return candidate
+    return None

@@ -1,0 +1,75 @@
+"""Eager training of the 4-layer GPT (torch_neuronx.testing.gpt defaults: d_model 256, seq 128,
+batch 8, AdamW) on ``neuron`` vs CPU PyTorch, in the same run.
+
+Reports: the first step on neuron with a cold NEFF cache (every op signature traced and
+compiled), the median warm step wall time on neuron vs CPU (target: <= 2.0x), and the simulated
+device time per step (NeuronCore timeline between two events).
+
+    python benchmarks/eager_gpt_step.py [--steps 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+from _harness import report
+
+
+def run(device: str, steps: int):
+    """(first step seconds, warm step seconds (median), simulated ms per step or None)."""
+    import torch
+    from torch_neuronx.testing.gpt import GPT, GPTConfig, batches
+
+    cfg = GPTConfig()
+    torch.manual_seed(0)
+    model = GPT(cfg).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    walls, device_ms = [], []
+    for x, y in batches(cfg, 8, steps + 1):
+        if device == "neuron":
+            start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
+            start.record()
+        t0 = time.perf_counter()
+        loss = model(x.to(device), y.to(device))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss.item()
+        walls.append(time.perf_counter() - t0)
+        if device == "neuron":
+            end.record()
+            end.synchronize()
+            device_ms.append(start.elapsed_time(end))
+    return walls[0], statistics.median(walls[1:]), statistics.median(device_ms[1:]) if device_ms else None
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=6)
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    # A cache of this run only: the first step really compiles every op signature.
+    os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"] = tempfile.mkdtemp(prefix="eager-gpt-neff-")
+    import torch_neuronx
+
+    _, cpu_step, _ = run("cpu", args.steps)
+    torch_neuronx.clear_op_tracking()
+    cold, neuron_step, device_ms = run("neuron", args.steps)
+    fallback = torch_neuronx.get_fallback_ops()
+    print(f"eager GPT train step (4 layers, d_model 256, seq 128, batch 8), median of {args.steps} warm steps")
+    report("neuron step wall time (warm NEFF cache)", f"{neuron_step * 1e3:.0f} ms", neuron_step / cpu_step, "CPU step",
+           f"<= 2.0x ({'met' if neuron_step <= 2 * cpu_step else 'NOT met'})")
+    print(f"{'CPU step wall time':48s} {cpu_step * 1e3:>19.0f} ms")
+    print(f"{'neuron first step, cold NEFF cache':48s} {cold:>20.1f} s")
+    print(f"{'neuron simulated device time per step':48s} {device_ms:>19.2f} ms")
+    print(f"ops through CPU fallback: {', '.join(fallback) or 'none'}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
