@@ -21,16 +21,18 @@ import warnings
 from _harness import report
 
 
-def run(device: str, steps: int):
-    """(first step seconds, warm step seconds (median), simulated ms per step or None)."""
+def run(device: str, steps: int, adaptive: bool = False):
+    """(first step seconds, warm step seconds (median), simulated ms per step or None, losses)."""
     import torch
+    import torch_neuronx
     from torch_neuronx.testing.gpt import GPT, GPTConfig, batches
 
     cfg = GPTConfig()
     torch.manual_seed(0)
     model = GPT(cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-    walls, device_ms = [], []
+    walls, device_ms, losses = [], [], []
+    torch_neuronx.set_adaptive_eager(adaptive)
     for x, y in batches(cfg, 8, steps + 1):
         if device == "neuron":
             start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
@@ -40,13 +42,14 @@ def run(device: str, steps: int):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        loss.item()
+        losses.append(loss.item())
         walls.append(time.perf_counter() - t0)
         if device == "neuron":
             end.record()
             end.synchronize()
             device_ms.append(start.elapsed_time(end))
-    return walls[0], statistics.median(walls[1:]), statistics.median(device_ms[1:]) if device_ms else None
+    torch_neuronx.set_adaptive_eager(None)
+    return walls[0], statistics.median(walls[1:]), statistics.median(device_ms[1:]) if device_ms else None, losses
 
 
 def main(argv: list[str]) -> None:
@@ -58,16 +61,21 @@ def main(argv: list[str]) -> None:
     os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"] = tempfile.mkdtemp(prefix="eager-gpt-neff-")
     import torch_neuronx
 
-    _, cpu_step, _ = run("cpu", args.steps)
+    _, cpu_step, _, _ = run("cpu", args.steps)
     torch_neuronx.clear_op_tracking()
-    cold, neuron_step, device_ms = run("neuron", args.steps)
+    cold, neuron_step, device_ms, losses = run("neuron", args.steps)
     fallback = torch_neuronx.get_fallback_ops()
+    _, adaptive_step, adaptive_ms, adaptive_losses = run("neuron", args.steps, adaptive=True)
     print(f"eager GPT train step (4 layers, d_model 256, seq 128, batch 8), median of {args.steps} warm steps")
     report("neuron step wall time (warm NEFF cache)", f"{neuron_step * 1e3:.0f} ms", neuron_step / cpu_step, "CPU step",
            f"<= 2.0x ({'met' if neuron_step <= 2 * cpu_step else 'NOT met'})")
     print(f"{'CPU step wall time':48s} {cpu_step * 1e3:>19.0f} ms")
     print(f"{'neuron first step, cold NEFF cache':48s} {cold:>20.1f} s")
     print(f"{'neuron simulated device time per step':48s} {device_ms:>19.2f} ms")
+    report("... with adaptive eager", f"{adaptive_ms:.2f} ms", adaptive_ms / device_ms, "plain eager",
+           f"<= 0.7x ({'met' if adaptive_ms <= 0.7 * device_ms else 'NOT met'}); losses "
+           f"{'identical' if adaptive_losses == losses else 'DIFFER'}")
+    print(f"{'adaptive eager step wall time (warm)':48s} {adaptive_step * 1e3:>19.0f} ms")
     print(f"ops through CPU fallback: {', '.join(fallback) or 'none'}")
 
 

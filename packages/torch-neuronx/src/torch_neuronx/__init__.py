@@ -29,6 +29,7 @@ from . import _registration  # noqa: E402
 _registration.initialize()
 
 from . import memory, neuron, random  # noqa: E402
+from .compiled.adaptive import set_adaptive_eager  # noqa: E402
 from .errors import NeuronOutOfMemoryError, NeuronRuntimeError  # noqa: E402
 from .memory import (  # noqa: E402
     empty_cache,
@@ -68,7 +69,7 @@ __all__ = [
     "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats", "memory_summary",
     "reset_accumulated_memory_stats", "reset_peak_memory_stats", "clear_op_tracking", "get_executed_ops",
     "get_fallback_ops", "get_rng_state", "initial_seed", "manual_seed", "manual_seed_all", "seed", "set_rng_state",
-    "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "nki_op", "wrap_nki", "nki",
+    "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "nki_op", "wrap_nki", "nki", "set_adaptive_eager",
 ]
 
 import nki  # noqa: E402  (``from torch_neuronx import nki`` as in TorchNeuron's examples)

@@ -17,6 +17,7 @@ from neuron_sim import OutOfMemoryError as SimOutOfMemoryError
 from neuron_sim.runtime import Event as SimEvent
 from neuron_sim.runtime import Runtime
 
+from .compiled import adaptive
 from .errors import NeuronOutOfMemoryError
 
 
@@ -91,7 +92,11 @@ class Bridge:
 
     # --- streams ---------------------------------------------------------------------------
     def queue(self, device: int, stream_id: int):
+        """The runtime queue of a stream. Whoever asks is about to put work on it or wait for it,
+        so adaptive eager's pending ops of that stream are launched first."""
         self.used = True
+        if adaptive.pending():
+            adaptive.flush(device, stream_id)
         key = (device, stream_id)
         queue = self._queues.get(key)
         if queue is None:
@@ -112,6 +117,7 @@ class Bridge:
         self.queue(device, stream_id).synchronize()
 
     def synchronize_device(self, device: int) -> None:
+        adaptive.flush_all()
         if device < 0:
             self.runtime.synchronize()
         else:

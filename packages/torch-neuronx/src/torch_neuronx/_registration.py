@@ -56,6 +56,9 @@ def _drain_at_exit() -> None:
     forced unwind through C++ frames aborts the process ("terminate called without an active
     exception") - e.g. a script whose last ops were never synchronized."""
     try:
+        from .compiled import adaptive
+
+        adaptive.flush_all()
         _state._bridge.runtime.synchronize()
     except Exception:  # noqa: BLE001 - a kept launch error or a forked child: nothing to report at exit
         pass

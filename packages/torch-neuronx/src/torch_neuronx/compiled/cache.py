@@ -95,11 +95,11 @@ class OpCache:
 
 def _disk_key(key: tuple) -> str:
     # repr() of the key is stable across processes: op names, dtypes, shapes, numbers.
-    return cache_key("torch_neuronx.eager", METADATA_VERSION, _code_fingerprint(), torch.__version__, repr(key))
+    return cache_key("torch_neuronx.eager", METADATA_VERSION, code_fingerprint(), torch.__version__, repr(key))
 
 
 @functools.cache
-def _code_fingerprint() -> str:
+def code_fingerprint() -> str:
     """A hash of the code that turns a call into a NEFF (this package's tracing and the compiler):
     a NEFF compiled by other code is another entry, never a stale hit. Version numbers alone
     would miss every change made between releases."""

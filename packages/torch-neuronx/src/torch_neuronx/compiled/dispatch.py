@@ -23,6 +23,7 @@ import torch
 
 from .. import _state
 from ..ops import fallback, tracking
+from . import adaptive
 from .build import build
 from .cache import CACHE
 from .dtypes import NotLowerable
@@ -104,9 +105,10 @@ def neuron_kernel(op, *args, **kwargs):
                     if isinstance(args[i] if i < len(args) else kwargs.get(name), (bool, int, float)))
     if numbers:
         scalar_op = scalar_overload(op, numbers)
-        if scalar_op is None:
-            return fallback.cpu_fallback(op, *args, **kwargs)
-        return neuron_kernel(scalar_op, *args, **kwargs)
+        if scalar_op is not None:
+            return neuron_kernel(scalar_op, *args, **kwargs)
+        # No Scalar overload (mul.out): a host 0-dim tensor promotes as the number does.
+        args, kwargs = _numbers_as_host_scalars(facts, args, kwargs)
     try:
         key, tensors = call_signature(args, kwargs, facts.out_names)
     except NotLowerable:
@@ -131,7 +133,27 @@ def neuron_kernel(op, *args, **kwargs):
     if targets is not None and _resize_outs(entry, targets):
         return neuron_kernel(op, *args, **kwargs)  # the resized out= tensors make a new signature
     tracking.record(facts.name, fallback=False)
+    if targets is None and adaptive.enabled():
+        result = adaptive.defer(entry, op, tensors, device)
+        if result is not None:
+            return result
     return launch(entry, op, tensors, targets, device)
+
+
+def _numbers_as_host_scalars(facts, args, kwargs):
+    def host(value):
+        if isinstance(value, (bool, int, float)):
+            return torch.scalar_tensor(value, dtype=torch.bool if isinstance(value, bool) else
+                                       torch.int64 if isinstance(value, int) else torch.get_default_dtype())
+        return value
+
+    args = list(args)
+    for i, name in facts.tensor_args:
+        if i < len(args):
+            args[i] = host(args[i])
+        elif name in kwargs:
+            kwargs = {**kwargs, name: host(kwargs[name])}
+    return tuple(args), kwargs
 
 
 def _build(op, args, kwargs, tensors, arch):

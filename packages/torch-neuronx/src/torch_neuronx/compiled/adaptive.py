@@ -1,0 +1,222 @@
+"""Adaptive eager: consecutive compiled ops of a stream run as one fused NEFF.
+
+Opt-in (``TORCH_NEURONX_ADAPTIVE_EAGER=1``, or ``torch_neuronx.set_adaptive_eager(True)``).
+A compiled, non-mutating op is not launched at once: its outputs are allocated and returned, and
+the op joins its stream's pending *run*. The run is flushed - its ops' graphs joined into one
+graph, compiled once per run signature, launched as one NEFF - when anything else touches that
+stream's queue: a CPU-fallback op, a copy (``.cpu()``, printing, ``.item()``), an in-place op, an
+NKI kernel, an event or a synchronization. A run also ends at ``TORCH_NEURONX_ADAPTIVE_EAGER_MAX_OPS``
+ops (default 64).
+
+Inside the fused graph an op reads its producers' values directly (the compiler keeps them on
+chip where it can), and results nobody holds any more by flush time are never written to HBM.
+Every op's nodes are kept as they are - dtype conversions included - so results are identical to
+plain eager. The same signature flushed again reuses its NEFF (memory and disk cache).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import torch
+from neuron_sim.graph import Graph, graph_of
+from neuron_sim.neff import NeffCache, cache_key
+
+from .. import _state
+from .cache import CACHE, code_fingerprint
+from .entry import CompiledOp
+
+ENABLE_ENV = "TORCH_NEURONX_ADAPTIVE_EAGER"
+MAX_OPS_ENV = "TORCH_NEURONX_ADAPTIVE_EAGER_MAX_OPS"
+DEFAULT_MAX_OPS = 64
+
+_override: bool | None = None  # set_adaptive_eager() wins over the environment
+_lock = threading.RLock()
+_runs: dict[tuple[int, int], _Run] = {}
+_fused: dict[tuple, object] = {}  # run signature -> NEFF
+stats = {"runs": 0, "ops": 0, "fused_compiles": 0, "dead_outputs": 0}
+
+
+def set_adaptive_eager(enabled: bool | None) -> None:
+    """Turn adaptive eager on or off for this process (None: follow the environment again)."""
+    global _override
+    flush_all()
+    _override = enabled
+
+
+def enabled() -> bool:
+    if _override is not None:
+        return _override
+    return os.environ.get(ENABLE_ENV, "0") not in ("", "0")
+
+
+def _max_ops() -> int:
+    return max(1, int(os.environ.get(MAX_OPS_ENV, DEFAULT_MAX_OPS)))
+
+
+class _Run:
+    """The pending ops of one (device, stream)."""
+
+    def __init__(self, device: torch.device, stream_id: int):
+        self.device = device
+        self.stream_id = stream_id
+        # (op, input sources, output storages). The run holds its results' storages until it is
+        # launched, so their memory is not handed out again meanwhile; a storage nobody else
+        # references by then (no tensor, view or saved tensor) is a result never written.
+        self.items: list[tuple[CompiledOp, list, list]] = []
+        self.externals: list[torch.Tensor] = []  # inputs from outside the run (held: not reused meanwhile)
+        self.external_index: dict[tuple, int] = {}
+        self.produced: dict[int, tuple[int, int]] = {}  # output data_ptr -> (item, output)
+
+    def source(self, t: torch.Tensor, in_type) -> tuple | None:
+        """Where input ``t`` (declared ``in_type`` in its op's graph) comes from, or None when it
+        cannot be expressed (a view of a produced tensor with another dtype...)."""
+        base = t.untyped_storage().data_ptr()
+        hit = self.produced.get(base)
+        if hit is None:
+            key = (t.data_ptr(), tuple(in_type.shape), in_type.dtype)
+            index = self.external_index.get(key)
+            if index is None:
+                index = self.external_index[key] = len(self.externals)
+                self.externals.append(t)
+            return ("ext", index)
+        k, j = hit
+        out_type = graph_of(self.items[k][0].neff.program).outputs[j].type
+        offset, itemsize = divmod(t.data_ptr() - base, t.element_size())
+        if itemsize or out_type.dtype != in_type.dtype or offset + in_type.num_elements > out_type.num_elements:
+            return None
+        return ("run", k, j, offset)
+
+
+def defer(entry: CompiledOp, op, tensors: list[torch.Tensor], device: torch.device):
+    """Queue ``entry`` on the current stream's run and return its results, or None if it cannot
+    join the run (the caller then launches it on its own, after the run)."""
+    stream_id = _state.shim().current_stream_id(device.index)
+    graph = graph_of(entry.neff.program)
+    with _lock:
+        run = _runs.get((device.index, stream_id))
+        if run is None:
+            run = _runs[(device.index, stream_id)] = _Run(device, stream_id)
+        sources = []
+        for t, value in zip(tensors, graph.inputs):
+            src = run.source(t, value.type)
+            if src is None:
+                return None
+            sources.append(src)
+        results = [torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device) for spec in entry.outputs]
+        k = len(run.items)
+        for j, out in enumerate(results):
+            run.produced[out.data_ptr()] = (k, j)
+        run.items.append((entry, sources, [out.untyped_storage() for out in results]))
+        full = len(run.items) >= _max_ops()
+    if full:
+        flush(device.index, stream_id)
+    leaves = list(results)
+    for p in entry.none_positions:
+        leaves.insert(p, None)
+    return entry.out_spec.unflatten(leaves)
+
+
+def flush(device_index: int, stream_id: int) -> None:
+    """Launch the pending run of (device, stream), if any."""
+    with _lock:
+        run = _runs.pop((device_index, stream_id), None)
+    if run is None or not run.items:
+        return
+    outputs = [(k, j, storage) for k, (_, _, storages) in enumerate(run.items) for j, storage in enumerate(storages)]
+    live = [(k, j, storage) for k, j, storage in outputs if torch._C._storage_Use_Count(storage._cdata) > 1]
+    stats["runs"] += 1
+    stats["ops"] += len(run.items)
+    stats["dead_outputs"] += len(outputs) - len(live)
+    signature = (tuple((entry.neff.metadata.get("graph_hash"), tuple(srcs)) for entry, srcs, _ in run.items),
+                 tuple((k, j) for k, j, _ in live), _state.bridge().runtime.config.arch.name)
+    queue = _state.bridge().queue(device_index, stream_id)
+    if len(run.items) == 1 and len(live) == len(outputs):
+        _launch_single(queue, run, live)
+        return
+    neff = _fused.get(signature)
+    if neff is None:
+        neff = _fused[signature] = _compile(run, live, signature)
+    buffers = {}
+    numpy_bytes = _state.bridge().numpy_bytes
+    graph = graph_of(neff.program)
+    for value in graph.inputs:
+        t = run.externals[int(value.name[1:])]
+        buffers[value.name] = numpy_bytes(t.data_ptr(), value.type.num_elements * t.element_size())
+    for m, (k, j, storage) in enumerate(live):
+        buffers[f"y{m}"] = numpy_bytes(storage.data_ptr(), run.items[k][0].outputs[j].nbytes)
+    names = ", ".join(entry.name for entry, _, _ in run.items[:6]) + (", ..." if len(run.items) > 6 else "")
+    queue.launch(neff, buffers, name="adaptive_eager_run", context=f"{len(run.items)} fused ops on {run.device}: {names}")
+
+
+def _launch_single(queue, run: _Run, live) -> None:
+    """A run of one op whose results all live: its own NEFF, as plain eager launches it."""
+    entry, sources, _ = run.items[0]
+    numpy_bytes = _state.bridge().numpy_bytes
+    buffers = {}
+    for i, (src, nbytes) in enumerate(zip(sources, entry.in_nbytes)):
+        buffers[f"in{i}"] = numpy_bytes(run.externals[src[1]].data_ptr(), nbytes)
+    for j, (_, _, storage) in enumerate(live):
+        buffers[f"out{j}"] = numpy_bytes(storage.data_ptr(), entry.outputs[j].nbytes)
+    queue.launch(entry.neff, buffers, name=entry.name, context=entry.context)
+
+
+def flush_all() -> None:
+    with _lock:
+        keys = list(_runs)
+    for device_index, stream_id in keys:
+        flush(device_index, stream_id)
+
+
+def pending() -> bool:
+    return bool(_runs)
+
+
+def _compile(run: _Run, live, signature):
+    """The fused graph of ``run``: external inputs ``x{n}``, live results ``y{m}``."""
+    from neuronxcc.compiler import compile_neff
+
+    disk = CACHE.disk()
+    key = cache_key("torch_neuronx.adaptive", repr(signature), code_fingerprint()) if disk is not None else None
+    neff = disk.get(key) if isinstance(disk, NeffCache) else None
+    if neff is not None:
+        return neff
+    g = Graph(f"adaptive_run_{len(run.items)}_ops")
+    externals = [None] * len(run.externals)
+    values: dict[tuple[int, int], object] = {}
+    for k, (entry, sources, _) in enumerate(run.items):
+        sub = graph_of(entry.neff.program)
+        mapping = {}
+        for value, src in zip(sub.inputs, sources):
+            if src[0] == "ext":
+                n = src[1]
+                if externals[n] is None:
+                    externals[n] = g.add_input(f"x{n}", value.type.shape, value.type.dtype)
+                mapping[value.id] = externals[n]
+            else:
+                mapping[value.id] = _view_of(g, values[(src[1], src[2])], value.type, src[3])
+        for node in sub.nodes:
+            outs = g.add(node.op, [mapping[v.id] for v in node.inputs], node.attrs, node.location)
+            for old, new in zip(node.outputs, outs):
+                mapping[old.id] = new
+        for j, value in enumerate(sub.outputs):
+            values[(k, j)] = mapping[value.id]
+    g.set_outputs([values[(k, j)] for k, j, _ in live], [f"y{m}" for m in range(len(live))])
+    neff = compile_neff(g, _state.bridge().runtime.config.arch)
+    stats["fused_compiles"] += 1
+    if disk is not None:
+        disk.put(key, neff)
+    return neff
+
+
+def _view_of(g: Graph, value, in_type, offset: int):
+    """``value`` (a produced buffer) as another op's input of ``in_type`` starting ``offset``
+    elements into it."""
+    if offset == 0 and tuple(value.type.shape) == tuple(in_type.shape):
+        return value
+    n = value.type.num_elements
+    flat = value if len(value.type.shape) == 1 else g.add1("reshape", value, shape=(n,))
+    if offset or in_type.num_elements != n:
+        flat = g.add1("slice", flat, start=[offset], limit=[offset + in_type.num_elements])
+    return g.add1("reshape", flat, shape=tuple(in_type.shape))

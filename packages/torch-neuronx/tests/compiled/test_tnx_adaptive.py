@@ -1,0 +1,131 @@
+"""Adaptive eager: deferred ops fused into one NEFF per run give exactly plain eager's results,
+and the run is launched whenever something could observe or disturb it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch_neuronx
+from torch_neuronx.compiled import adaptive
+
+
+@pytest.fixture
+def adaptive_on():
+    torch_neuronx.set_adaptive_eager(True)
+    yield adaptive.stats
+    torch_neuronx.set_adaptive_eager(None)
+
+
+def _chain(x, w):
+    h = torch.tanh(x * 1.5 + 0.25)
+    s = h.sum(dim=-1, keepdim=True)
+    y = (h - s / h.shape[-1]) * w
+    return torch.softmax(y, dim=-1), y.amax(dim=0)
+
+
+def _inputs(dtype=torch.float32):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(16, 40, generator=g).to(dtype), torch.randn(40, generator=g).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fused_run_matches_plain_eager_bit_for_bit(neuron, dtype):
+    x, w = _inputs(dtype)
+    expected = [t.cpu() for t in _chain(x.to(neuron), w.to(neuron))]
+    torch_neuronx.set_adaptive_eager(True)
+    try:
+        before = dict(adaptive.stats)
+        got = _chain(x.to(neuron), w.to(neuron))
+        assert adaptive.pending()
+        got = [t.cpu() for t in got]
+        assert not adaptive.pending()
+        assert adaptive.stats["runs"] > before["runs"]
+        assert adaptive.stats["ops"] - before["ops"] >= 6
+    finally:
+        torch_neuronx.set_adaptive_eager(None)
+    for e, g in zip(expected, got):
+        assert torch.equal(e, g)
+
+
+def test_dead_intermediates_are_not_written(neuron, adaptive_on):
+    x, w = _inputs()
+    before = adaptive_on["dead_outputs"]
+    y = _chain(x.to(neuron), w.to(neuron))[0]  # h, s and friends are gone by the flush
+    y.cpu()
+    assert adaptive_on["dead_outputs"] > before
+
+
+def test_same_run_reuses_its_fused_neff(neuron, adaptive_on):
+    x, w = _inputs()
+    xs, ws = x.to(neuron), w.to(neuron)
+    _chain(xs, ws)[0].cpu()
+    compiles = adaptive_on["fused_compiles"]
+    for _ in range(2):
+        torch.testing.assert_close(_chain(xs, ws)[0].cpu(), _chain(x, w)[0], rtol=1e-5, atol=1e-6)
+    assert adaptive_on["fused_compiles"] == compiles
+
+
+def test_views_of_pending_results_read_the_right_elements(neuron, adaptive_on):
+    x = torch.arange(48, dtype=torch.float32).reshape(6, 8)
+    y = x.to(neuron) * 2
+    got = (y[2:5] + 1, y.t().contiguous() - 1, y.flatten()[7:19] * 3)
+    want = (x * 2)[2:5] + 1, (x * 2).t().contiguous() - 1, (x * 2).flatten()[7:19] * 3
+    for g, w in zip(got, want):
+        assert torch.equal(g.cpu(), w)
+
+
+def test_in_place_op_and_fallback_see_pending_results(neuron, adaptive_on):
+    x = torch.randn(8, 8)
+    y = x.to(neuron) + 1
+    y.mul_(2)  # an in-place op: the run is launched before it writes
+    assert not adaptive.pending()
+    z = y * 3
+    assert adaptive.pending()
+    # A CPU-fallback op reads its inputs from the device: the run is launched first.
+    values, _ = torch.sort(z, dim=1)
+    assert torch.equal(values.cpu(), torch.sort((x + 1) * 2 * 3, dim=1)[0])
+
+
+def test_synchronize_launches_pending_runs(neuron, adaptive_on):
+    y = torch.ones(4, device=neuron) + 1
+    assert adaptive.pending()
+    torch.neuron.synchronize()
+    assert not adaptive.pending()
+    assert torch.equal(y.cpu(), torch.full((4,), 2.0))
+
+
+def test_max_ops_ends_a_run(neuron, adaptive_on, monkeypatch):
+    monkeypatch.setenv(adaptive.MAX_OPS_ENV, "3")
+    before = adaptive_on["runs"]
+    y = torch.ones(4, device=neuron)
+    for _ in range(7):
+        y = y + 1
+    assert torch.equal(y.cpu(), torch.full((4,), 8.0))
+    assert adaptive_on["runs"] - before == 3  # 3 + 3 ops at the limit, then the last one at .cpu()
+
+
+def test_training_steps_match_plain_eager(neuron):
+    from torch_neuronx.testing.gpt import GPT, GPTConfig, batches
+
+    cfg = GPTConfig(vocab=64, d_model=32, n_layers=1, n_heads=2, seq_len=16, dropout=0.0)
+
+    def losses():
+        torch.manual_seed(0)
+        model = GPT(cfg).to(neuron)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        out = []
+        for x, y in batches(cfg, 2, 3):
+            loss = model(x.to(neuron), y.to(neuron))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            out.append(loss.item())
+        return out
+
+    plain = losses()
+    torch_neuronx.set_adaptive_eager(True)
+    try:
+        fused = losses()
+    finally:
+        torch_neuronx.set_adaptive_eager(None)
+    assert fused == plain
