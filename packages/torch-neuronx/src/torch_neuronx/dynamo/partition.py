@@ -1,0 +1,148 @@
+"""Splitting an AOTAutograd graph into what runs where.
+
+A graph AOTAutograd hands the backend computes mostly on ``neuron`` tensors, but not only:
+
+* **host nodes** compute on CPU tensors: 0-dim scalars a program keeps on the host (the ``step``
+  counters of a non-capturable optimizer, a learning rate) and everything derived from them.
+  They run on the host before the launch, as eager runs them; the values the device part reads
+  are uploaded as inputs of the NEFF.
+* **dropout nodes**: the mask is drawn before the launch exactly as eager draws it (the same op
+  on the device's generator, so compiled and eager training see the same masks); multiplying by
+  it runs in the NEFF.
+* **random nodes** (``rand``, ``bernoulli``) draw from the device's generator before the launch,
+  in graph order, as eager draws them, and enter the NEFF as inputs: a NEFF holds no random
+  number generator, and this keeps compiled and eager runs on the same random stream.
+* everything else is the **device graph**, compiled into one NEFF.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+
+import torch
+from torch import fx
+
+from .errors import unsupported
+
+ARG, HOST, RANDOM, CONSTANT, DEVICE, DROPOUT = "arg", "host", "random", "constant", "device", "dropout"
+
+# Random ops whose tensor argument only gives the result's shape, dtype and device: they can be
+# drawn before the launch even when that argument is computed inside the graph.
+METADATA_ONLY_RANDOM = {"aten::native_dropout", "aten::rand_like", "aten::randn_like", "aten::randint_like"}
+
+
+def is_view(node: fx.Node) -> bool:
+    """An ATen call whose result aliases its first argument (view, permute, expand, select...)."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    returns = node.target._schema.returns
+    return len(returns) == 1 and returns[0].alias_info is not None and not returns[0].alias_info.is_write
+
+
+def is_dropout(node: fx.Node) -> bool:
+    """Training dropout: its mask is drawn before the launch (as eager draws it), the scaling runs
+    in the NEFF (its input is usually computed in the graph)."""
+    if node.op != "call_function" or node.target is not torch.ops.aten.native_dropout.default:
+        return False
+    p = node.args[1] if len(node.args) > 1 else node.kwargs.get("p")
+    train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
+    return train is not False and isinstance(p, (int, float)) and 0 < p < 1
+
+
+def is_random(node: fx.Node) -> bool:
+    return (node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+            and torch.Tag.nondeterministic_seeded in node.target.tags)
+
+
+def devices_of(value) -> set[str]:
+    if isinstance(value, torch.Tensor):
+        return {value.device.type}
+    if isinstance(value, (list, tuple)):
+        return set().union(set(), *(devices_of(v) for v in value))
+    return set()
+
+
+@dataclass
+class Partition:
+    gm: fx.GraphModule
+    placeholders: list[fx.Node]
+    outputs: list  # the output node's flat list: fx.Node or None
+    kind: dict = field(default_factory=dict)  # node -> ARG / HOST / RANDOM / CONSTANT / DEVICE / DROPOUT
+    device_outputs: list = field(default_factory=list)  # device nodes the NEFF writes, in output order
+
+    def nodes_of(self, kind: str) -> list[fx.Node]:
+        return [n for n in self.gm.graph.nodes if self.kind.get(n) == kind]
+
+
+def partition(gm: fx.GraphModule) -> Partition:
+    """Classify every node of ``gm``; raises NeuronCompileError for what cannot run compiled."""
+    nodes = list(gm.graph.nodes)
+    out_node = nodes[-1]
+    outputs = out_node.args[0]
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    part = Partition(gm, [n for n in nodes if n.op == "placeholder"], outputs)
+    kind = part.kind
+    for node in nodes:
+        if node.op == "output":
+            continue
+        if node.op == "placeholder":
+            value = node.meta.get("val")
+            kind[node] = ARG if devices_of(value) == {"neuron"} else HOST
+        elif node.op == "get_attr":
+            if not isinstance(getattr(gm, node.target), torch.Tensor):
+                raise unsupported(node, f"a graph attribute of type {type(getattr(gm, node.target)).__name__}")
+            kind[node] = CONSTANT
+        elif node.op != "call_function":
+            raise unsupported(node, f"an FX {node.op} node (AOTAutograd graphs hold ATen calls only)")
+        elif node.target is operator.getitem and kind.get(node.args[0]) in (HOST, RANDOM):
+            kind[node] = kind[node.args[0]]
+        elif is_dropout(node):
+            kind[node] = DROPOUT
+        elif is_random(node):
+            _check_random(node, kind)
+            kind[node] = RANDOM
+        elif _is_host(node, kind):
+            kind[node] = HOST
+        else:
+            _check_device(node, kind)
+            kind[node] = DEVICE
+
+    # Outputs are written by the NEFF with their traced strides, views included (AOTAutograd
+    # regenerates outputs that alias inputs itself): a copy, but no replay at every call.
+    part.device_outputs = list(dict.fromkeys(o for o in outputs if kind.get(o) == DEVICE))
+    return part
+
+
+def _is_host(node: fx.Node, kind: dict) -> bool:
+    """A call on host values whose result is on the host. A CPU factory (``scalar_tensor(...,
+    device='cpu')``) read only by device nodes is a constant of the device graph instead."""
+    if devices_of(node.meta.get("val")) - {"cpu"}:
+        return False
+    if not isinstance(node.meta.get("val"), (torch.Tensor, list, tuple)):
+        return any(kind.get(n) == HOST for n in node.all_input_nodes)  # a Python value of host values
+    reads = [kind.get(n) for n in node.all_input_nodes]
+    if any(k == HOST for k in reads):
+        return True
+    if any(k != CONSTANT for k in reads):
+        return False
+    return not node.users or any(u.op == "output" or devices_of(u.meta.get("val")) == {"cpu"} for u in node.users)
+
+
+def _check_device(node: fx.Node, kind: dict) -> None:
+    if devices_of(node.meta.get("val")) == {"cpu"} and any(kind.get(n) in (ARG, DEVICE, RANDOM) for n in node.all_input_nodes):
+        raise unsupported(node, "a copy from the device to the host inside the graph (it would wait for the device)")
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload) and any(a.alias_info is not None and a.alias_info.is_write
+                                                          for a in target._schema.arguments):
+        raise unsupported(node, "an in-place op left in a functional graph")
+
+
+def _check_random(node: fx.Node, kind: dict) -> None:
+    """Random draws run before the launch: their arguments must be known by then."""
+    if node.target._schema.name in METADATA_ONLY_RANDOM:
+        return
+    if all(kind.get(n) in (ARG, HOST, CONSTANT) for n in node.all_input_nodes):
+        return
+    raise unsupported(node, "a random op whose distribution depends on values computed inside the graph "
+                            "(random numbers are drawn before the NEFF runs)")

@@ -1,0 +1,198 @@
+"""A compiled AOTAutograd graph: what runs before the launch, the launch, and its results.
+
+Per call (boxed: AOTAutograd hands over the argument list and we free it):
+
+1. host nodes run on their CPU values, then random draws and dropout masks are made on the device
+   in graph order, as eager makes them (same generator, same order: compiled and eager training
+   see the same numbers);
+2. the NEFF of the device graph for these input layouts is launched on the current stream, its
+   inputs and outputs bound zero-copy to the tensors' device memory;
+3. the graph's outputs are assembled: NEFF results, inputs passed through, host values, draws.
+
+A call whose input strides differ from the compiled ones compiles a variant for them (logged).
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+
+import torch
+from torch import fx
+from torch.utils._pytree import tree_map
+
+from .. import _state
+from ..compiled.tracing import storage_span
+from . import metrics
+from .errors import NeuronCompileError
+from .graph_cache import CACHE, GraphNeff, OutputBuffer, graph_key
+from .lowering import DeviceModule, device_module, output_perm, to_graph
+from .partition import CONSTANT, DROPOUT, HOST, RANDOM, partition
+
+
+def _row_major(shape) -> tuple:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+class CompiledGraph:
+    """``__call__(args)`` runs the AOTAutograd graph ``gm`` on the NeuronCore (boxed convention)."""
+
+    def __init__(self, gm: fx.GraphModule, example_inputs, name: str, kind: str):
+        # An instance attribute: dynamo's disable() wrapper copies __dict__, not class attributes.
+        self._boxed_call = True
+        self.gm, self.name, self.kind = gm, name, kind
+        self.ops = sum(n.op == "call_function" for n in gm.graph.nodes)
+        self.part = partition(gm)
+        self.dm: DeviceModule = device_module(self.part)
+        self.pre_launch = [n for n in gm.graph.nodes if self.part.kind.get(n) in (HOST, RANDOM, DROPOUT)]
+        self.placeholder_index = {n: i for i, n in enumerate(self.part.placeholders)}
+        self.out_layouts = [self._layout(n.meta["val"]) for n in self.dm.outputs]
+        self._variants: dict[tuple, GraphNeff] = {}
+        self._constants: dict[str, torch.Tensor] = {}
+        self.device = next((t.device for t in example_inputs if isinstance(t, torch.Tensor) and t.device.type == "neuron"),
+                           None)
+        specs = [self._spec_of_source(src, example_inputs) for src in self.dm.sources]
+        self._variant(tuple(specs))
+
+    # -- compile ---------------------------------------------------------------------------
+    @staticmethod
+    def _layout(value: torch.Tensor) -> tuple:
+        shape, perm = tuple(value.shape), output_perm(value)
+        strides = tuple(value.stride()) if perm is not None or tuple(value.stride()) == _row_major(shape) else _row_major(shape)
+        return shape, strides, value.dtype, perm
+
+    def _spec_of_source(self, src, example_inputs) -> tuple:
+        if src.kind == "arg":
+            t = example_inputs[src.ref]
+            return tuple(t.shape), tuple(t.stride()), t.dtype
+        if src.kind == "constant":
+            t = getattr(self.gm, src.ref.target)
+            return tuple(t.shape), tuple(t.stride()), t.dtype
+        value = src.ref.meta["val"][1] if src.kind == "mask" else src.ref.meta["val"]
+        if src.kind == "host":  # uploaded contiguous
+            return tuple(value.shape), _row_major(value.shape), value.dtype
+        return tuple(value.shape), tuple(value.stride()), value.dtype
+
+    def _variant(self, specs: tuple) -> GraphNeff:
+        entry = self._variants.get(specs)
+        if entry is not None:
+            return entry
+        from neuronxcc.compiler import CompileError, compile_neff
+
+        started = time.perf_counter()
+        arch = _state.bridge().runtime.config.arch
+        key = graph_key(self.dm.gm.code, list(specs), [lay[:3] for lay in self.out_layouts], arch.name)
+        entry, where = CACHE.get(key)
+        if entry is None:
+            graph = to_graph(self.dm, list(specs), [lay[3] for lay in self.out_layouts], self.name, self.gm)
+            try:
+                neff = compile_neff(graph, arch, name=self.name)
+            except CompileError as err:
+                raise NeuronCompileError(getattr(err, "op", None) or "graph", str(err), getattr(err, "location", None),
+                                         graph=self.name) from None
+            outputs = [OutputBuffer(shape, strides, dtype, storage_span(shape, strides) * _itemsize(dtype))
+                       for shape, strides, dtype, _ in self.out_layouts]
+            entry = GraphNeff(neff, [storage_span(s, st) * _itemsize(d) for s, st, d in specs], outputs)
+            CACHE.put(key, entry)
+            where = "compiled"
+        self._variants[specs] = entry
+        timing = entry.neff.timing_summary or {}
+        metrics.record(metrics.GraphRecord(self.name if len(self._variants) == 1 else f"{self.name} (variant {len(self._variants)})",
+                                           self.kind, self.ops, where, time.perf_counter() - started,
+                                           len(entry.neff.program.instructions), _device_us(timing)))
+        return entry
+
+    # -- run -------------------------------------------------------------------------------
+    def __call__(self, args: list):
+        args = list(args)
+        values = self._run_pre_launch(args)
+        inputs = [self._input(src, args, values) for src in self.dm.sources]
+        specs = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in inputs)
+        entry = self._variants.get(specs) or self._variant(specs)
+        results = self._launch(entry, inputs)
+        for node, tensor in zip(self.dm.outputs, results):
+            values[node] = tensor
+        out = []
+        for node in self.part.outputs:
+            if node is None or not isinstance(node, fx.Node):
+                out.append(node)
+            elif node in self.dm.passthrough:
+                out.append(inputs[self.dm.passthrough[node]])
+            elif node in values:
+                out.append(values[node])
+            else:
+                out.append(args[self.placeholder_index[node]])
+        return out
+
+    def _run_pre_launch(self, args: list) -> dict:
+        values: dict = {}
+
+        def value(n):
+            if not isinstance(n, fx.Node):
+                return n
+            if n in values:
+                return values[n]
+            if n.op == "placeholder":
+                return args[self.placeholder_index[n]]
+            if self.part.kind.get(n) == CONSTANT:
+                return getattr(self.gm, n.target)
+            # Metadata-only operand computed in the graph (rand_like(x)): a tensor of its shape.
+            meta = n.meta["val"]
+            return torch.empty_strided(meta.shape, meta.stride(), dtype=meta.dtype, device=self._device(args))
+
+        for node in self.pre_launch:
+            kind = self.part.kind[node]
+            if kind == DROPOUT:
+                x = node.args[0].meta["val"]
+                p = node.args[1] if len(node.args) > 1 else node.kwargs["p"]
+                # The same op eager runs, on a tensor of the input's shape: the mask depends only on
+                # that and the generator, so eager and compiled runs draw the same masks.
+                blank = torch.empty(x.shape, dtype=x.dtype, device=self._device(args))
+                values[node] = torch.ops.aten.native_dropout.default(blank, p, True)[1]
+            elif node.op == "call_function" and node.target is operator.getitem:
+                values[node] = value(node.args[0])[node.args[1]]
+            else:
+                values[node] = node.target(*tree_map(value, node.args), **tree_map(value, node.kwargs))
+        return values
+
+    def _input(self, src, args, values) -> torch.Tensor:
+        if src.kind == "arg":
+            return args[src.ref]
+        if src.kind == "constant":
+            name = src.ref.target
+            if name not in self._constants:
+                self._constants[name] = getattr(self.gm, name).to(self._device(args))
+            return self._constants[name]
+        value = values[src.ref]
+        if src.kind == "host":
+            return value.to(self._device(args))
+        return value
+
+    def _device(self, args) -> torch.device:
+        if self.device is None:
+            self.device = torch.device("neuron", _state.shim().current_device())
+        return self.device
+
+    def _launch(self, entry: GraphNeff, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        numpy_bytes = _state.bridge().numpy_bytes
+        device = self.device
+        buffers = {f"in{i}": numpy_bytes(t.data_ptr(), n) for i, (t, n) in enumerate(zip(inputs, entry.in_nbytes))}
+        results = []
+        for j, spec in enumerate(entry.outputs):
+            out = torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device)
+            buffers[f"out{j}"] = numpy_bytes(out.data_ptr(), spec.nbytes)
+            results.append(out)
+        _state.current_queue(device.index).launch(entry.neff, buffers, name=self.name, context=f"torch.compile graph {self.name}")
+        return results
+
+
+def _itemsize(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def _device_us(timing) -> float:
+    return float(timing.get("total_time_ns", 0.0)) / 1e3 if isinstance(timing, dict) else 0.0
