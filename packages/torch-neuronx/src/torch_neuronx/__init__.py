@@ -30,6 +30,7 @@ _registration.initialize()
 
 from . import memory, neuron, random  # noqa: E402
 from .compiled.adaptive import set_adaptive_eager  # noqa: E402
+from .dynamo import compile_metrics, pad_to_bucket, reset_compile_metrics  # noqa: E402  (torch.compile backend)
 from .errors import NeuronOutOfMemoryError, NeuronRuntimeError  # noqa: E402
 from .memory import (  # noqa: E402
     empty_cache,
@@ -71,5 +72,6 @@ __all__ = [
     "get_fallback_ops", "get_rng_state", "initial_seed", "manual_seed", "manual_seed_all", "seed", "set_rng_state",
     "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "nki_op", "wrap_nki", "nki", "set_adaptive_eager",
 ]
+__all__ += ["compile_metrics", "reset_compile_metrics", "pad_to_bucket"]
 
 import nki  # noqa: E402  (``from torch_neuronx import nki`` as in TorchNeuron's examples)
