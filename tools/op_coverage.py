@@ -66,7 +66,9 @@ def run_sample(op, sample, device: str):
     """Run ``sample`` (made for neuron) on neuron, or on CPU copies of its tensors."""
     torch.manual_seed(0)
     move = to_cpu if device == "cpu" else (lambda x: x)
-    kwargs = {k: (torch.device("cpu") if isinstance(v, torch.device) and device == "cpu" else tree_map(move, v))
+    # Factory samples name their device as a torch.device or a string ("neuron:0").
+    kwargs = {k: ("cpu" if device == "cpu" and (isinstance(v, torch.device) or (k == "device" and isinstance(v, str)))
+                  else tree_map(move, v))
               for k, v in sample.kwargs.items()}
     return op(tree_map(move, sample.input), *tree_map(move, sample.args), **kwargs)
 
@@ -74,7 +76,8 @@ def run_sample(op, sample, device: str):
 def compare(expected, actual, dtype, values: bool = True) -> str | None:
     """None if ``actual`` (from neuron) matches ``expected`` (from CPU), else why not."""
     exp_leaves, exp_spec = tree_flatten(expected)
-    act_leaves, act_spec = tree_flatten(tree_map(to_cpu, actual))
+    act_leaves, act_spec = tree_flatten(actual)
+    act_leaves = [to_cpu(x) for x in act_leaves]
     if exp_spec != act_spec:
         return f"result structure {act_spec} != {exp_spec}"
     for e, a in zip(exp_leaves, act_leaves):
@@ -97,6 +100,10 @@ def compare(expected, actual, dtype, values: bool = True) -> str | None:
         elif e != a:
             return f"{a!r} != CPU {e!r}"
     return None
+
+
+# ATen op -> why its compiled path was refused the first time (the compiler's message).
+REASONS: dict[str, str] = {}
 
 
 def check(opinfo, dtype, samples: int) -> tuple[str, str] | None:
@@ -129,6 +136,8 @@ def check(opinfo, dtype, samples: int) -> tuple[str, str] | None:
         if why is not None:
             return "failed", why[:200]
         fallback_ops.update(torch_neuronx.get_fallback_ops())
+        for op, reason in torch_neuronx.get_fallback_reasons().items():
+            REASONS.setdefault(op.removeprefix("aten::"), reason.strip().splitlines()[0][:200])
     if ran == 0:
         return None
     fallback_ops -= {"aten::_local_scalar_dense"}  # .item() of a result: a host read, not a kernel
@@ -173,7 +182,20 @@ def render(results: dict, seconds: float, samples: int) -> str:
             detail = detail.replace("|", "\\|").replace("\n", " ")
             cells.append(f"{status}" + (f": {detail}" if detail else ""))
         lines.append(f"| `{name}` | {variant or ''} | {cells[0]} | {cells[1]} |")
+    lines += _reasons_table(results)
     return "\n".join(lines) + "\n"
+
+
+def _reasons_table(results: dict) -> list[str]:
+    """The fallback ATen ops by how many (op, dtype) pairs they cost, with the compiler's reason
+    (ops without one fall back by design: views, random draws, data-dependent results)."""
+    cost = collections.Counter(op for per_dtype in results.values() for status, detail in per_dtype.values()
+                               if status == "fallback" for op in detail.split(", "))
+    lines = ["", "## Why ops fall back", "", "| ATen op | pairs | reason |", "|---|---:|---|"]
+    for op, pairs in cost.most_common():
+        reason = REASONS.get(op, "by design (view, random draw, data-dependent or host result)")
+        lines.append(f"| `{op}` | {pairs} | {reason.replace('|', chr(92) + '|')} |")
+    return lines
 
 
 def main(argv: list[str]) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch_neuronx
 from tnx_helpers import assert_equal
@@ -85,3 +86,21 @@ def test_dropout_draws_from_the_device_generator():
     assert torch.equal(torch.default_generator.get_state(), cpu_state)  # CPU stream untouched
     torch.neuron.manual_seed(0)
     assert_equal(torch.nn.functional.dropout(torch.ones(500, device="neuron"), 0.3), y.cpu())
+
+
+@pytest.mark.parametrize("p", [0.0, 0.1, 0.5, 1.0])
+def test_dropout_matches_cpu_with_only_the_mask_draw_on_the_host(p):
+    """native_dropout: CPU's mask and output bit for bit (same seed, same stream); only the
+    bernoulli_ draw is a fallback op, the masking and scaling (and the backward) run compiled."""
+    x = torch.randn(32, 48)
+    torch.manual_seed(3)
+    out, mask = torch.ops.aten.native_dropout(x, p, True)
+    torch.manual_seed(3)
+    torch_neuronx.clear_op_tracking()
+    x_dev = x.to("neuron").requires_grad_()
+    out_dev, mask_dev = torch.ops.aten.native_dropout(x_dev, p, True)
+    out_dev.sum().backward()
+    assert_equal(out, out_dev.detach().cpu())
+    assert_equal(mask, mask_dev.cpu())
+    assert_equal(mask * (0.0 if p == 1 else 1 / (1 - p)), x_dev.grad.cpu())
+    assert torch_neuronx.get_fallback_ops() == ["aten::bernoulli_"]

@@ -56,7 +56,7 @@ from .neuron import (  # noqa: E402
     synchronize,
 )
 from .nki_op import nki_op, wrap_nki  # noqa: E402
-from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops  # noqa: E402
+from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops, get_fallback_reasons  # noqa: E402
 from .random import get_rng_state, initial_seed, manual_seed, manual_seed_all, seed, set_rng_state  # noqa: E402
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: E402
 
@@ -69,7 +69,7 @@ __all__ = [
     "is_initialized", "set_device", "synchronize", "empty_cache", "max_memory_allocated", "max_memory_reserved",
     "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats", "memory_summary",
     "reset_accumulated_memory_stats", "reset_peak_memory_stats", "clear_op_tracking", "get_executed_ops",
-    "get_fallback_ops", "get_rng_state", "initial_seed", "manual_seed", "manual_seed_all", "seed", "set_rng_state",
+    "get_fallback_ops", "get_fallback_reasons", "get_rng_state", "initial_seed", "manual_seed", "manual_seed_all", "seed", "set_rng_state",
     "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "nki_op", "wrap_nki", "nki", "set_adaptive_eager",
 ]
 __all__ += ["compile_metrics", "reset_compile_metrics", "pad_to_bucket"]

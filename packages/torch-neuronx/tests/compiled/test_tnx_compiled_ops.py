@@ -110,9 +110,23 @@ CASES = {
     "nll_loss": (lambda a, t: F.nll_loss(a.log_softmax(-1), t), lambda d: [rand(6, 37, dtype=d), idx(37, 6, seed=1)]),
     "sdpa_causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                     lambda d: [rand(2, 2, 8, 16, dtype=d), rand(2, 2, 8, 16, dtype=d, seed=1), rand(2, 2, 8, 16, dtype=d, seed=2)]),
+    # dim arguments over 0-dim tensors (computed over the tensor viewed as [1])
+    "sum_0dim_keepdim": (lambda a: a.sum(0, keepdim=True), lambda d: [rand(dtype=d)]),
+    "softmax_0dim": (lambda a: a.softmax(-1), lambda d: [rand(dtype=d)]),
+    "argmax_0dim": (lambda a: a.argmax(0), lambda d: [rand(dtype=d)]),
+    "max_dim_0dim": (lambda a: list(a.max(0)), lambda d: [rand(dtype=d)]),
+    "cumsum_0dim": (lambda a: a.cumsum(0), lambda d: [rand(dtype=d)]),
+    # ops through decompositions
+    "flip": (lambda a: a.flip(0, 2), lambda d: [rand(3, 5, 7, dtype=d)]),
+    "roll": (lambda a: a.roll((2, -1), (0, 1)), lambda d: [rand(5, 7, dtype=d)]),
+    "roll_flat": (lambda a: a.roll(4), lambda d: [rand(5, 7, dtype=d)]),
+    "round_decimals": (lambda a: a.round(decimals=2), lambda d: [rand(5, 37, dtype=d)]),
+    "round_neg_decimals": (lambda a: (a * 1000).round(decimals=-2), lambda d: [rand(5, 37, dtype=d)]),
+    "addmv": (torch.addmv, lambda d: [rand(5, dtype=d), rand(5, 37, dtype=d, seed=1), rand(37, dtype=d, seed=2)]),
+    "elu": (F.elu, lambda d: [rand(5, 37, dtype=d)]),
 }
 # Each case runs in float32; these also in bfloat16.
-BF16 = {"add", "mul_scalar", "exp", "gelu", "sum_dim", "softmax", "mm", "layer_norm", "cat", "where"}
+BF16 = {"add", "mul_scalar", "exp", "gelu", "sum_dim", "softmax", "mm", "layer_norm", "cat", "where", "flip", "round_decimals"}
 # Cases that still run (partly) through CPU fallback, with the ATen ops that do.
 ALLOWED_FALLBACK: dict[str, set[str]] = {}
 

@@ -49,6 +49,14 @@ def decompositions() -> dict:
 
     table = dict(get_decomposition_table())
     aten = torch.ops.aten
+    # PyTorch's own decompositions of ops torch-mlir has no StableHLO lowering for, into ops it has.
+    from torch._decomp import get_decompositions
+
+    table.update(get_decompositions([aten.addmv, aten.elu, aten.logaddexp, aten.linalg_vector_norm, aten.constant_pad_nd]))
+    # Ours where PyTorch's decompose into prims torch-mlir cannot import (prims.rev, prims.hypot...).
+    table[aten.flip.default] = _flip
+    table[aten.roll.default] = _roll
+    table[aten.round.decimals] = _round_decimals
     table[aten.remainder.Tensor] = _remainder
     table[aten.remainder.Scalar] = _remainder
     table[aten.take.default] = _take
@@ -62,6 +70,39 @@ def _take(self, index):
     flat = self.reshape(-1)
     wrapped = torch.where(index < 0, index + flat.shape[0], index)
     return torch.ops.aten.index_select(flat, 0, wrapped.reshape(-1)).reshape(index.shape)
+
+
+def _flip(self, dims):
+    """Each flipped dim read backwards by an index_select (a gather the compiler lowers)."""
+    torch = _torch()[0]
+    for d in dims:
+        n = self.shape[d]
+        self = torch.ops.aten.index_select(self, d, torch.arange(n - 1, -1, -1, device=self.device))
+    return self
+
+
+def _roll(self, shifts, dims=()):
+    """The two slices of each rolled dim, concatenated in swapped order."""
+    torch = _torch()[0]
+    if not dims:
+        return _roll(self.reshape(-1), shifts, [0]).reshape(self.shape)
+    for shift, d in zip(shifts, dims):
+        n = self.shape[d]
+        s = shift % n if n else 0
+        if s:
+            self = torch.cat([self.narrow(d, n - s, s), self.narrow(d, 0, n - s)], dim=d)
+    return self.clone() if not any(shifts) else self
+
+
+def _round_decimals(self, decimals=0):
+    """As CPU rounds to decimals: scale by 10**|decimals|, round half to even, scale back."""
+    torch = _torch()[0]
+    if decimals == 0:
+        return torch.round(self)
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return torch.round(self * scale) / scale
+    return torch.round(self / scale) * scale
 
 
 def _remainder(a, b):
@@ -132,11 +173,17 @@ def _check_fused_sdpa_backward(gm) -> None:
                 "so attention decomposes to matmul/softmax before autograd records it", location=_node_location(n))
 
 
-def _check_known_crashes(gm) -> None:
-    """Refuse graphs that crash torch-mlir's importer (a segfault would take the process down):
-    torch-mlir 20261001 segfaults lowering an op with a ``dim`` argument over a 0-dim tensor
-    (``sum(x, 0, keepdim=True)`` with ``x.dim() == 0``)."""
-    for n in gm.graph.nodes:
+def _lift_dim_ops_over_0dim(gm) -> None:
+    """torch-mlir 20261001 segfaults lowering an op with a ``dim`` argument over a 0-dim tensor
+    (``sum(x, 0, keepdim=True)`` with ``x.dim() == 0``), so such an op runs over the tensor viewed
+    as ``[1]`` (dims 0 and -1 name that axis, as they name the 0-dim tensor's) and its result is
+    viewed back to its own shape: same values. An op that cannot be rewritten so (several tensor
+    operands or results) is refused rather than crashing the process."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    graph = gm.graph
+    for n in list(graph.nodes):
         schema = getattr(n.target, "_schema", None)
         if n.op != "call_function" or schema is None or not n.args:
             continue
@@ -144,9 +191,31 @@ def _check_known_crashes(gm) -> None:
             continue
         first = n.args[0]
         val = getattr(first, "meta", {}).get("val") if hasattr(first, "meta") else None
-        if val is not None and getattr(val, "dim", lambda: 1)() == 0:
+        if val is None or getattr(val, "dim", lambda: 1)() != 0:
+            continue
+        tensor_inputs = [a for a in n.all_input_nodes if isinstance(a.meta.get("val"), torch.Tensor)]
+        result = n.meta.get("val")
+        # One tensor result, or several read through getitem (max.dim's values and indices).
+        readers = [n] if isinstance(result, torch.Tensor) else list(n.users)
+        if tensor_inputs != [first] or not all(
+                r is n or (r.target is operator.getitem and isinstance(r.meta.get("val"), torch.Tensor)) for r in readers):
             raise UnsupportedOp(str(n.target), "a dim argument over a 0-dim tensor (torch-mlir cannot import it)",
                                 location=_node_location(n))
+        shapes = [list(r.meta["val"].shape) for r in readers]
+        with graph.inserting_before(n):
+            lifted = graph.call_function(torch.ops.aten.view.default, (first, [1]))
+        lifted.meta["val"] = val.view(1)
+        n.args = (lifted, *n.args[1:])
+        values = tree_map(lambda a: a.meta["val"] if isinstance(a, torch.fx.Node) else a, (n.args, n.kwargs))
+        n.meta["val"] = n.target(*values[0], **values[1])
+        for reader, shape in zip(readers, shapes):
+            if reader is not n:
+                reader.meta["val"] = n.meta["val"][reader.args[1]]
+            with graph.inserting_after(reader):
+                back = graph.call_function(torch.ops.aten.view.default, (reader, shape))
+            back.meta["val"] = reader.meta["val"].view(shape)
+            reader.replace_all_uses_with(back, delete_user_cb=lambda user, back=back: user is not back)
+    gm.recompile()
 
 
 def _retrace(gm, example_inputs, torch):
@@ -171,7 +240,7 @@ class _LoweringFailed(Exception):
 
 def _lower(gm, name: str, torch_deps):
     torch, fx, ir, torch_dialect, FxImporter = torch_deps
-    _check_known_crashes(gm)
+    _lift_dim_ops_over_0dim(gm)
     ctx = ir.Context()
     torch_dialect.register_dialect(ctx)
     diagnostics: list[tuple[str, str]] = []

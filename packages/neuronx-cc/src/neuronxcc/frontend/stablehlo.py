@@ -431,7 +431,13 @@ def _barrier(self, op):
 def _constant(self, op):
     declared, t = mlir.tensor_type(op.results[0].type), self.rtype(op)
     value = mlir.constant_value(op.attributes["value"], declared, self.blobs)
-    return [self.constant(value if declared == t else dtypes.convert(value, t.dtype), t.dtype)]
+    value = value if declared == t else dtypes.convert(value, t.dtype)
+    flat = np.asarray(value).reshape(-1)
+    if flat.size > 1 and np.all(flat == flat[0]):
+        # A splat (torch-mlir writes erf's coefficients as full-shape constants): one scalar
+        # broadcast, not a tensor in HBM that every tile would load (and every hash would encode).
+        return [self.broadcast(self.scalar(flat[0], t.dtype), t.shape, [])]
+    return [self.constant(value, t.dtype)]
 
 
 @_handles("tensor.empty")
@@ -662,6 +668,9 @@ def _reduce_window(self, op):
     kind = REDUCE_BODIES.get(body[0].name) if len(body) == 1 else None
     dims = [d for d in range(rank) if window[d] != 1]
     init_value = self.const.get(init.id)
+    if (not dims and strides == ones and padding == [[0, 0]] * rank and init_value is not None
+            and kind is not None and _is_identity(init_value, kind, x.type.dtype)):
+        return [x]  # a window of one element: each output is its input (cumsum over a dim of size 1)
     if (kind == "sum" and len(dims) == 1 and strides == ones and dilations == [ones, ones] and init_value is not None
             and _is_identity(init_value, "sum", x.type.dtype)):
         d = dims[0]

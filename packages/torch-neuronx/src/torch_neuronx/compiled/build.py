@@ -15,6 +15,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from ..ops.fallback import as_cpu_kernel_returns
 from .dtypes import NotLowerable, sim_dtype
+from .empty import EmptyOperand
 from .entry import METADATA_KEY, CompiledOp, OutputSpec
 from .tracing import dense_permutation, graph_for, is_row_major, storage_span
 from .variants import arguments_by_name, functional_variant, mutated_arguments
@@ -106,7 +107,7 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         sim_dtype(x.dtype)
         nbytes = storage_span(shape, strides) * x.element_size()
         if nbytes == 0:
-            raise NotLowerable("an empty result")
+            raise EmptyOperand("an empty result")
         outputs.append(OutputSpec(shape, strides, x.dtype, nbytes))
         perms.append(perm)
 

@@ -20,6 +20,7 @@ import os
 import warnings
 
 import torch
+from torch.utils._pytree import tree_flatten
 
 from .. import _state
 from ..ops import fallback, tracking
@@ -27,6 +28,7 @@ from . import adaptive
 from .build import build
 from .cache import CACHE
 from .dtypes import NotLowerable
+from .empty import EmptyOperand, run_without_kernel
 from .launch import launch
 from .signature import call_signature
 from .variants import mutated_arguments, scalar_overload
@@ -111,7 +113,10 @@ def neuron_kernel(op, *args, **kwargs):
         args, kwargs = _numbers_as_host_scalars(facts, args, kwargs)
     try:
         key, tensors = call_signature(args, kwargs, facts.out_names)
-    except NotLowerable:
+    except EmptyOperand:
+        return _without_kernel(op, facts, args, kwargs)
+    except NotLowerable as reason:
+        tracking.note_fallback_reason(facts.name, str(reason))
         return fallback.cpu_fallback(op, *args, **kwargs)
     if tensors:
         device = fallback.device_of(tensors)
@@ -127,7 +132,10 @@ def neuron_kernel(op, *args, **kwargs):
         entry = CACHE.get_or_build(full_key, lambda: _build(op, args, kwargs, tensors, arch))
         if not isinstance(entry, NotLowerable):
             entry.context = _describe(op, tensors)
+    if isinstance(entry, EmptyOperand):
+        return _without_kernel(op, facts, args, kwargs)
     if isinstance(entry, NotLowerable):
+        tracking.note_fallback_reason(facts.name, str(entry))
         return fallback.cpu_fallback(op, *args, **kwargs)
     targets = facts.written_tensors(args, kwargs) if facts.written else None
     if targets is not None and _resize_outs(entry, targets):
@@ -138,6 +146,20 @@ def neuron_kernel(op, *args, **kwargs):
         if result is not None:
             return result
     return launch(entry, op, tensors, targets, device)
+
+
+def _without_kernel(op, facts, args, kwargs):
+    """A call over empty tensors: its empty results, or the fallback if it computes values."""
+    flat = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor) and x.device.type == "neuron"]
+    device = flat[0].device if flat else _factory_device(kwargs)
+    targets = facts.written_tensors(args, kwargs) if facts.written else None
+    try:
+        result = run_without_kernel(op, args, kwargs, targets, device)
+    except NotLowerable as reason:
+        tracking.note_fallback_reason(facts.name, str(reason))
+        return fallback.cpu_fallback(op, *args, **kwargs)
+    tracking.record(facts.name, fallback=False)
+    return result
 
 
 def _numbers_as_host_scalars(facts, args, kwargs):

@@ -12,6 +12,7 @@ import math
 import torch
 
 from .dtypes import NotLowerable
+from .empty import EmptyOperand
 
 _SCALARS = (bool, int, float, str, type(None), torch.dtype, torch.layout, torch.memory_format)
 
@@ -41,7 +42,7 @@ def _scan(values, tensors: list, key: list, empty_ok: bool = False) -> None:
                     continue
                 raise NotLowerable("a CPU tensor operand")  # CPU indices...: the fallback knows the rules
             if v.numel() == 0 and not empty_ok:
-                raise NotLowerable("an empty tensor")
+                raise EmptyOperand("an empty tensor")
             tensors.append(v)
             key.append((v.dtype, v.shape, v.stride()))
         elif isinstance(v, (list, tuple)):

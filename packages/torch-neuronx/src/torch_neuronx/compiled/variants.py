@@ -21,9 +21,22 @@ def _arange(start, end, step=1):
     return torch.ops.aten.arange.start_step(start, end, step)
 
 
+def _linspace(start, end, steps):
+    return torch.ops.aten.linspace.default(start, end, steps)
+
+
+def _logspace(start, end, steps, base=10.0):
+    return torch.ops.aten.logspace.default(start, end, steps, base)
+
+
+def _eye(n, m=None):
+    return torch.ops.aten.eye.default(n) if m is None else torch.ops.aten.eye.m(n, m)
+
+
 # out= factories whose functional overloads take other arguments (dtype, device...): the result
 # is cast to the out= tensor's dtype afterwards, as for every out= op.
-_FACTORIES = {"aten::arange.start_out": _arange}
+_FACTORIES = {"aten::arange.start_out": _arange, "aten::linspace.out": _linspace, "aten::logspace.out": _logspace,
+              "aten::eye.out": _eye, "aten::eye.m_out": _eye}
 
 
 @functools.cache

@@ -185,6 +185,21 @@ def fused_gru_cell(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=N
     return hy, torch.cat([r, z, n, hx, hn], dim=1)
 
 
+def native_dropout(input, p, train=None):
+    """Dropout as CPU's kernel computes it (``native_dropout_cpu``): a bool mask drawn by
+    ``bernoulli_`` from the device's generator (a random draw, so a CPU-fallback op: the same
+    stream as CPU's for the same seed), then the masking and scaling compiled on the device. Run
+    whole through the fallback, the input and output would cross the host link too."""
+    if input.numel() == 0:
+        return input, torch.empty_like(input)
+    if train is None or train:
+        p1m = 1.0 - p
+        scale = 0.0 if p1m == 0 else 1.0 / p1m
+        mask = torch.empty_like(input, dtype=torch.bool).bernoulli_(p1m)
+        return input.mul(mask).mul_(scale), mask
+    return input.clone(), torch.ones_like(input, dtype=torch.bool)
+
+
 def register(lib: torch.library.Library) -> None:
     # A source or destination with a lazy conj/neg bit: handled here (the host views carry the
     # bit). Left to the Conjugate/Negative math fallback, _copy_from materialized its input with
@@ -203,6 +218,7 @@ def register(lib: torch.library.Library) -> None:
         ("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type),
         ("convolution_overrideable", convolution_overrideable),
         ("convolution_backward_overrideable", convolution_backward_overrideable),
+        ("native_dropout", native_dropout),
     ]:
         lib.impl(name, fn, "PrivateUse1")
     for name in WHOLE_OP_KERNELS:

@@ -2,7 +2,8 @@
 
 As TorchNeuron does: each op that falls back is logged once (a warning naming it), and the
 lists are available from ``get_fallback_ops()`` / ``get_executed_ops()`` until
-``clear_op_tracking()``.
+``clear_op_tracking()``. ``get_fallback_reasons()`` says why an op that has a compiled path
+fell back (the compiler's message: an op torch-mlir or neuronx-cc cannot lower, a dtype policy).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ _lock = threading.Lock()
 _executed: dict[str, int] = {}
 _fallback: dict[str, int] = {}
 _warned: set[str] = set()
+_reasons: dict[str, str] = {}
 
 
 class NeuronFallbackWarning(UserWarning):
@@ -31,6 +33,19 @@ def record(name: str, fallback: bool) -> None:
             first = False
     if first:
         warnings.warn(f"Operator '{name}' executed via CPU fallback", NeuronFallbackWarning, stacklevel=3)
+
+
+def note_fallback_reason(name: str, reason: str) -> None:
+    with _lock:
+        _reasons[name] = reason
+
+
+def get_fallback_reasons() -> dict[str, str]:
+    """Why each op in ``get_fallback_ops()`` that was tried on the compiled path fell back (the
+    latest reason per op). Views, random draws and data-dependent ops fall back by design and
+    have no entry."""
+    with _lock:
+        return {name: _reasons[name] for name in _fallback if name in _reasons}
 
 
 def get_executed_ops() -> list[str]:
@@ -54,3 +69,4 @@ def clear_op_tracking() -> None:
     with _lock:
         _executed.clear()
         _fallback.clear()
+        _reasons.clear()
