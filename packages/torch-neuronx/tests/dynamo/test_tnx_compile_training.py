@@ -77,3 +77,27 @@ def test_bf16_autocast_close_to_eager_autocast():
         got = torch.compile(mlp, backend="neuron")(x)
     assert got.dtype == expected.dtype == torch.bfloat16
     torch.testing.assert_close(got.float().cpu(), expected.float().cpu(), rtol=2e-2, atol=2e-2)
+
+
+def test_compiled_optimizer_step_matches_eager():
+    """``torch.compile(opt.step)``: the foreach AdamW update as one NEFF, its step counters and bias
+    corrections on the host (uploaded together), parameters as eager's."""
+
+    def train(compiled: bool):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to("neuron")
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        step = torch.compile(opt.step, backend="neuron") if compiled else opt.step
+        x = torch.randn(6, 8).to("neuron")
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            model(x).square().mean().backward()
+            step()
+        return [p.detach().cpu() for p in model.parameters()]
+
+    torch_neuronx.reset_compile_metrics()
+    compiled = train(True)
+    assert torch_neuronx.compile_metrics()["graphs_compiled"] + torch_neuronx.compile_metrics()["cache_hits"] >= 1
+    for got, expected in zip(compiled, train(False)):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)

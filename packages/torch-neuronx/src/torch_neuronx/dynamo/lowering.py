@@ -11,6 +11,7 @@ the rest: torch-mlir import, buffers bound by layout (``compiled.tracing``).
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass
 
 import torch
@@ -138,6 +139,9 @@ def to_graph(dm: DeviceModule, specs: list, out_perms: list, name: str, aot_gm: 
         body = from_fx(traced, None, func_name="main")  # already decomposed: a failure is final
     except FrontendError as err:
         op = getattr(err, "op", "torch-mlir")
+        named = re.search(r'name = "(?:torch\.)?([\w.]+)"', str(err))  # torch.operator "torch.aten.foo"
+        if named:
+            op = named.group(1)
         raise NeuronCompileError(op, getattr(err, "reason", None) or str(err), getattr(err, "location", None)
                                  or _location_of(op, aot_gm), graph=name) from None
     if getattr(body, "none_outputs", None):

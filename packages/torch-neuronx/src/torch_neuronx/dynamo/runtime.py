@@ -48,7 +48,8 @@ class CompiledGraph:
         self.ops = sum(n.op == "call_function" for n in gm.graph.nodes)
         self.part = partition(gm)
         self.dm: DeviceModule = device_module(self.part)
-        self.pre_launch = [n for n in gm.graph.nodes if self.part.kind.get(n) in (HOST, RANDOM, DROPOUT)]
+        self.pre_launch = [n for n in gm.graph.nodes
+                           if n.op == "call_function" and self.part.kind.get(n) in (HOST, RANDOM, DROPOUT)]
         self.placeholder_index = {n: i for i, n in enumerate(self.part.placeholders)}
         self.out_layouts = [self._layout(n.meta["val"]) for n in self.dm.outputs]
         self._variants: dict[tuple, GraphNeff] = {}
@@ -111,6 +112,7 @@ class CompiledGraph:
         args = list(args)
         values = self._run_pre_launch(args)
         inputs = [self._input(src, args, values) for src in self.dm.sources]
+        self._upload_host_values(inputs)
         specs = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in inputs)
         entry = self._variants.get(specs) or self._variant(specs)
         results = self._launch(entry, inputs)
@@ -149,10 +151,10 @@ class CompiledGraph:
             if kind == DROPOUT:
                 x = node.args[0].meta["val"]
                 p = node.args[1] if len(node.args) > 1 else node.kwargs["p"]
-                # The same op eager runs, on a tensor of the input's shape: the mask depends only on
-                # that and the generator, so eager and compiled runs draw the same masks.
-                blank = torch.empty(x.shape, dtype=x.dtype, device=self._device(args))
-                values[node] = torch.ops.aten.native_dropout.default(blank, p, True)[1]
+                # The mask as eager's native_dropout draws it (ops/kernels.py: a bool bernoulli_ of
+                # the input's shape on the device's generator), so eager and compiled runs draw the
+                # same masks; the masking and scaling are in the NEFF.
+                values[node] = torch.empty(x.shape, dtype=torch.bool, device=self._device(args)).bernoulli_(1.0 - p)
             elif node.op == "call_function" and node.target is operator.getitem:
                 values[node] = value(node.args[0])[node.args[1]]
             else:
@@ -167,10 +169,25 @@ class CompiledGraph:
             if name not in self._constants:
                 self._constants[name] = getattr(self.gm, name).to(self._device(args))
             return self._constants[name]
-        value = values[src.ref]
-        if src.kind == "host":
-            return value.to(self._device(args))
-        return value
+        return values[src.ref]  # host values are uploaded together (_upload_host_values)
+
+    def _upload_host_values(self, inputs: list) -> None:
+        """Host values the device graph reads (an optimizer's bias corrections: one per parameter)
+        cross the host link in one upload per dtype, the NEFF reading each through a view."""
+        device = self._device(None)
+        by_dtype: dict = {}
+        for i, src in enumerate(self.dm.sources):
+            if src.kind == "host":
+                by_dtype.setdefault(inputs[i].dtype, []).append(i)
+        for positions in by_dtype.values():
+            host = [inputs[i] for i in positions]
+            if len(host) == 1 or any(t.dim() for t in host):
+                for i in positions:
+                    inputs[i] = inputs[i].to(device)
+                continue
+            packed = torch.stack(host).to(device)
+            for j, i in enumerate(positions):
+                inputs[i] = packed[j]
 
     def _device(self, args) -> torch.device:
         if self.device is None:
