@@ -74,11 +74,10 @@ def test_views_of_pending_results_read_the_right_elements(neuron, adaptive_on):
         assert torch.equal(g.cpu(), w)
 
 
-def test_in_place_op_and_fallback_see_pending_results(neuron, adaptive_on):
+def test_fallback_sees_pending_results(neuron, adaptive_on):
     x = torch.randn(8, 8)
     y = x.to(neuron) + 1
-    y.mul_(2)  # an in-place op: the run is launched before it writes
-    assert not adaptive.pending()
+    y.mul_(2)
     z = y * 3
     assert adaptive.pending()
     # A CPU-fallback op reads its inputs from the device: the run is launched first.
@@ -129,3 +128,49 @@ def test_training_steps_match_plain_eager(neuron):
     finally:
         torch_neuronx.set_adaptive_eager(None)
     assert fused == plain
+
+
+def test_in_place_ops_join_the_run(neuron, adaptive_on):
+    x, w = torch.randn(8, 16), torch.randn(8, 16)
+    p, q = x.to(neuron), w.to(neuron)
+    runs = adaptive_on["runs"]
+    y = p * 2
+    y.add_(1)  # rewrites a pending result
+    q.mul_(0.5).add_(y, alpha=0.25)  # in place, twice, on a tensor from outside the run
+    assert adaptive.pending()
+    assert torch.equal(q.cpu(), w * 0.5 + ((x * 2) + 1) * 0.25)
+    assert torch.equal(y.cpu(), x * 2 + 1)
+    assert adaptive_on["runs"] == runs + 1
+
+
+def test_write_after_an_earlier_read_is_not_fused(neuron, adaptive_on):
+    x = torch.randn(8, 16)
+    p = x.to(neuron)
+    a = p * 2  # reads p's memory
+    p.add_(1)  # must not be written by the same launch: the run is launched first
+    got = (a + p).cpu()
+    assert torch.equal(got, x * 2 + (x + 1))
+
+
+def test_foreach_optimizer_step_matches_plain_eager(neuron):
+    torch.manual_seed(0)
+    params = [torch.randn(5, 7), torch.randn(7), torch.randn(3, 3)]
+    grads = [torch.randn_like(p) for p in params]
+
+    def step():
+        ps = [p.to(neuron).requires_grad_() for p in params]
+        for p, g in zip(ps, grads):
+            p.grad = g.to(neuron)
+        opt = torch.optim.AdamW(ps, lr=0.1, foreach=True)
+        for _ in range(2):
+            opt.step()
+        return [p.detach().cpu() for p in ps]
+
+    plain = step()
+    torch_neuronx.set_adaptive_eager(True)
+    try:
+        fused = step()
+    finally:
+        torch_neuronx.set_adaptive_eager(None)
+    for a, b in zip(plain, fused):
+        assert torch.equal(a, b)

@@ -226,6 +226,11 @@ def struct_fields(attr) -> dict[str, object]:
     return out
 
 
+def string_value(attr) -> str:
+    """A ``StringAttr`` (``"neuron.erf"``) as a Python string."""
+    return attr.value if hasattr(attr, "value") else str(attr).strip('"')
+
+
 def enum_value(attr) -> str:
     """``#stablehlo<comparison_direction GT>`` -> ``GT``."""
     m = re.search(r"<\w+\s+(\w+)>", str(attr))

@@ -345,6 +345,15 @@ for _name, _graph_op in BINARY.items():
     HANDLERS[f"stablehlo.{_name}"] = _elementwise(_graph_op)
 
 
+@_handles("stablehlo.custom_call")
+def _custom_call(self, op):
+    """Only the calls our FX import makes: ``neuron.erf`` (an erf kept whole, see frontend.fx)."""
+    target = mlir.string_value(op.attributes["call_target_name"]) if "call_target_name" in op.attributes else ""
+    if target == "neuron.erf":
+        return [self.emit("erf", *self.ins(op))]
+    raise self.unsupported(f"custom call {target!r}")
+
+
 @_handles("stablehlo.divide")
 def _divide(self, op):
     a, b = self.ins(op)

@@ -26,6 +26,7 @@ from neuron_sim.neff import NeffCache, cache_key
 from .. import _state
 from .cache import CACHE, code_fingerprint
 from .entry import CompiledOp
+from .launch import _writes_in_place
 
 ENABLE_ENV = "TORCH_NEURONX_ADAPTIVE_EAGER"
 MAX_OPS_ENV = "TORCH_NEURONX_ADAPTIVE_EAGER_MAX_OPS"
@@ -67,7 +68,10 @@ class _Run:
         self.items: list[tuple[CompiledOp, list, list]] = []
         self.externals: list[torch.Tensor] = []  # inputs from outside the run (held: not reused meanwhile)
         self.external_index: dict[tuple, int] = {}
-        self.produced: dict[int, tuple[int, int]] = {}  # output data_ptr -> (item, output)
+        self.produced: dict[int, tuple[int, int]] = {}  # storage data_ptr -> (item, output) holding its value
+        self.memory_readers: dict[int, set[int]] = {}  # storage data_ptr -> items reading it from memory
+        self.in_place_writers: dict[int, set[int]] = {}  # storage data_ptr -> items writing it in place
+        self.superseded: set[tuple[int, int]] = set()  # results rewritten later in the run: never written
 
     def source(self, t: torch.Tensor, in_type) -> tuple | None:
         """Where input ``t`` (declared ``in_type`` in its op's graph) comes from, or None when it
@@ -80,6 +84,7 @@ class _Run:
             if index is None:
                 index = self.external_index[key] = len(self.externals)
                 self.externals.append(t)
+            self.memory_readers.setdefault(base, set()).add(len(self.items))
             return ("ext", index)
         k, j = hit
         out_type = graph_of(self.items[k][0].neff.program).outputs[j].type
@@ -89,33 +94,70 @@ class _Run:
         return ("run", k, j, offset)
 
 
-def defer(entry: CompiledOp, op, tensors: list[torch.Tensor], device: torch.device):
+def defer(entry: CompiledOp, op, tensors: list[torch.Tensor], device: torch.device,
+          targets: list[torch.Tensor] | None = None):
     """Queue ``entry`` on the current stream's run and return its results, or None if it cannot
-    join the run (the caller then launches it on its own, after the run)."""
+    join the run (the caller then launches it on its own, after the run). ``targets`` are the
+    tensors an in-place or ``out=`` op writes: they join only where their memory can be written
+    by the fused launch itself (see ``_writable``)."""
     stream_id = _state.shim().current_stream_id(device.index)
     graph = graph_of(entry.neff.program)
     with _lock:
         run = _runs.get((device.index, stream_id))
         if run is None:
             run = _runs[(device.index, stream_id)] = _Run(device, stream_id)
+        if targets is not None and not _writable(run, entry, tensors, targets):
+            return None
         sources = []
         for t, value in zip(tensors, graph.inputs):
             src = run.source(t, value.type)
             if src is None:
                 return None
             sources.append(src)
-        results = [torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device) for spec in entry.outputs]
+        if targets is None:
+            results = [torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device)
+                       for spec in entry.outputs]
+        else:
+            results = targets[: len(entry.outputs)]
         k = len(run.items)
         for j, out in enumerate(results):
-            run.produced[out.data_ptr()] = (k, j)
+            base = out.untyped_storage().data_ptr()
+            earlier = run.produced.get(base)
+            if earlier is not None:  # written again: only the last value reaches memory
+                run.superseded.add(earlier)
+            run.produced[base] = (k, j)
+            if targets is not None:
+                run.in_place_writers.setdefault(base, set()).add(k)
         run.items.append((entry, sources, [out.untyped_storage() for out in results]))
         full = len(run.items) >= _max_ops()
     if full:
         flush(device.index, stream_id)
+    if targets is not None:
+        return entry.out_spec.unflatten(targets[: entry.out_spec.num_leaves])
     leaves = list(results)
     for p in entry.none_positions:
         leaves.insert(p, None)
     return entry.out_spec.unflatten(leaves)
+
+
+def _writable(run: _Run, entry: CompiledOp, tensors, targets) -> bool:
+    """Whether the fused launch can write ``targets`` in place: each is a whole, compiled-layout
+    buffer from the start of its storage that plain eager would write in place too; that no
+    earlier op of the run read from memory except the in-place ops that rewrote it (a fused
+    program may write a buffer before another op has read all of it; an elementwise in-place op
+    reads each element before the write that depends on it); and that, if an earlier op of the run
+    wrote it, is rewritten whole."""
+    for j, target in enumerate(targets[: len(entry.outputs)]):
+        spec = entry.outputs[j]
+        if target.storage_offset() != 0 or not _writes_in_place(entry, j, target, targets, tensors):
+            return False
+        base = target.untyped_storage().data_ptr()
+        if not run.memory_readers.get(base, set()) <= run.in_place_writers.get(base, set()):
+            return False
+        earlier = run.produced.get(base)
+        if earlier is not None and run.items[earlier[0]][0].outputs[earlier[1]].nbytes != spec.nbytes:
+            return False
+    return True
 
 
 def flush(device_index: int, stream_id: int) -> None:
@@ -125,7 +167,8 @@ def flush(device_index: int, stream_id: int) -> None:
     if run is None or not run.items:
         return
     outputs = [(k, j, storage) for k, (_, _, storages) in enumerate(run.items) for j, storage in enumerate(storages)]
-    live = [(k, j, storage) for k, j, storage in outputs if torch._C._storage_Use_Count(storage._cdata) > 1]
+    live = [(k, j, storage) for k, j, storage in outputs
+            if (k, j) not in run.superseded and torch._C._storage_Use_Count(storage._cdata) > 1]
     stats["runs"] += 1
     stats["ops"] += len(run.items)
     stats["dead_outputs"] += len(outputs) - len(live)

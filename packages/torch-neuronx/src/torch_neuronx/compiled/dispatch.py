@@ -141,8 +141,8 @@ def neuron_kernel(op, *args, **kwargs):
     if targets is not None and _resize_outs(entry, targets):
         return neuron_kernel(op, *args, **kwargs)  # the resized out= tensors make a new signature
     tracking.record(facts.name, fallback=False)
-    if targets is None and adaptive.enabled():
-        result = adaptive.defer(entry, op, tensors, device)
+    if adaptive.enabled():
+        result = adaptive.defer(entry, op, tensors, device, targets)
         if result is not None:
             return result
     return launch(entry, op, tensors, targets, device)
