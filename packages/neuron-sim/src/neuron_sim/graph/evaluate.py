@@ -1,7 +1,8 @@
 """The fast executor: evaluates a program's graph-level form over whole tensors.
 
 Inputs and outputs are zero-copy numpy views of the launch's buffers (device memory); each op
-runs once over whole tensors with the numerics of ``ops.py``. Timing never comes from here - it
+runs once over whole tensors with the numerics of ``ops.py``, through a plan prepared once per
+graph (``plan.py``: constants evaluated once, temporaries reused, results written in place). Timing never comes from here - it
 always comes from the program's ISA, so fast and exact runs report the same device time.
 """
 
@@ -11,10 +12,9 @@ import weakref
 
 import numpy as np
 
-from .. import dtypes
-from ..errors import ExecutionError, NeuronSimError, ValidationError
+from ..errors import ExecutionError
 from .ir import Graph
-from .ops import OPS
+from .plan import BufferPool, plan_of
 
 # id(program) -> (weak reference to the program, its parsed Graph). Keyed by identity: Program is a
 # dataclass with value equality, so it is unhashable (a WeakKeyDictionary cannot hold it).
@@ -34,38 +34,19 @@ def graph_of(program) -> Graph:
     return graph
 
 
-def _view(buffer: np.ndarray, type_) -> np.ndarray:
-    dtype = dtypes.to_numpy(type_.dtype)
-    count = type_.num_elements
-    return np.ndarray((count,), dtype=dtype, buffer=buffer).reshape(type_.shape)
-
-
-def evaluate(graph: Graph, buffers: dict[str, np.ndarray]) -> None:
-    env: dict[int, np.ndarray] = {}
-    for v in graph.inputs:
-        env[v.id] = _view(buffers[v.name], v.type)
-    with np.errstate(all="ignore"):
-        for node in graph.nodes:
-            try:
-                results = OPS[node.op].evaluate([env[v.id] for v in node.inputs], node.attrs, [v.type for v in node.outputs])
-            except ValidationError as err:
-                raise err.at(node.location) from None
-            except NeuronSimError:
-                raise
-            except Exception as err:  # an op's numpy form failed: name it
-                raise ExecutionError(f"graph op {node.op} at {node.location or '?'} failed: {type(err).__name__}: {err}") from err
-            for v, r in zip(node.outputs, results):
-                env[v.id] = r
-    for v in graph.outputs:
-        target = _view(buffers[v.name], v.type)
-        target[...] = dtypes.convert(np.asarray(env[v.id]), v.type.dtype)
+def evaluate(graph: Graph, buffers: dict[str, np.ndarray], pool: BufferPool | None = None) -> None:
+    """Evaluate ``graph`` over ``buffers`` (flat uint8 arrays by tensor name); ``pool`` keeps
+    temporaries for reuse by later calls (see ``plan.py``)."""
+    plan_of(graph).run(buffers, pool)
 
 
 class FastExecutor:
-    """Runtime executor for ``NEURON_SIM_MODE=fast`` (registered by neuron_sim.graph)."""
+    """Runtime executor for ``NEURON_SIM_MODE=fast`` (registered by neuron_sim.graph). A device
+    runs one program at a time on it, so its pool of temporaries needs no lock."""
 
     def __init__(self, arch=None):
         self.arch = arch
+        self.pool = BufferPool()
 
     def run(self, program, buffers) -> None:
-        evaluate(graph_of(program), buffers)
+        plan_of(graph_of(program)).run(buffers, self.pool)

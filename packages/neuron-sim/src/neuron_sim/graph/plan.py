@@ -1,0 +1,310 @@
+"""An evaluation plan for a graph: what the fast executor runs, prepared once per graph.
+
+Interpreting a graph node by node allocated a fresh whole-tensor array for every intermediate
+and kept them all alive until the end, so every launch paid the page faults of fresh memory for
+each node (most of a large elementwise graph's time) and then copied each result into its output
+buffer. A plan keeps the numerics of ``ops.py`` exactly and changes only where results are stored:
+
+* constants are evaluated once, when the plan is made;
+* each value is dropped after its last reader, and temporaries of the ops below live in
+  reusable buffers (``BufferPool``, kept by the executor across launches), written with ``out=``;
+* float32 elementwise ops and fp32 matmuls evaluate through the same numpy calls as ``ops.py``
+  (the same ufunc loops on the same operands: bit-identical), only with ``out=``;
+* a result a graph output takes as-is is written straight into its output buffer when that
+  buffer overlaps no other bound buffer (so no operand read later can see the early write);
+* a constant whose elements are all one (non-NaN) value feeds add/subtract/multiply/divide/
+  maximum/minimum as a broadcast scalar (those loops give the same bits for a broadcast operand;
+  NaN is excluded because which NaN's sign propagates depends on the loop).
+
+Every other op runs its ``ops.py`` definition unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import ExecutionError, NeuronSimError, ValidationError
+from . import ops as graph_ops
+from .ir import Graph
+
+_F32 = np.dtype(np.float32)
+
+# Ufuncs whose result does not depend on whether it is written with out= (checked bit for bit,
+# including NaN/inf/-0/denormal operands, against a fresh result).
+_BINARY_UFUNCS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+                  "maximum": np.maximum, "minimum": np.minimum, "power": np.power, "remainder": np.mod,
+                  "fmod": np.fmod, "atan2": np.arctan2}
+_UNARY_UFUNCS = {"abs": np.abs, "negate": np.negative, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh,
+                 "sin": np.sin, "cos": np.cos, "tan": np.tan, "atan": np.arctan, "floor": np.floor, "ceil": np.ceil,
+                 "round": np.rint, "trunc": np.trunc, "sign": np.sign, "expm1": np.expm1, "log1p": np.log1p,
+                 "square": np.square}
+# Binary ops that give the same bits when a non-NaN operand is a broadcast scalar.
+_SPLAT_OK = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
+
+POOL_MAX_BYTES = 256 << 20
+
+
+class BufferPool:
+    """Free temporaries by size, reused across launches so their pages are already mapped.
+    Not thread-safe: one executor runs one program at a time."""
+
+    def __init__(self, max_bytes: int = POOL_MAX_BYTES):
+        self.max_bytes = max_bytes
+        self._free: dict[int, list[np.ndarray]] = {}
+        self._bytes = 0
+
+    def take(self, nbytes: int) -> np.ndarray:
+        free = self._free.get(nbytes)
+        if free:
+            self._bytes -= nbytes
+            return free.pop()
+        return np.empty(nbytes, np.uint8)
+
+    def give(self, buf: np.ndarray) -> None:
+        nbytes = buf.nbytes
+        if self._bytes + nbytes > self.max_bytes:
+            return
+        self._free.setdefault(nbytes, []).append(buf)
+        self._bytes += nbytes
+
+    @property
+    def pooled_bytes(self) -> int:
+        return self._bytes
+
+
+class _Lent:
+    """Buffers handed out during one run: returned to the pool once nothing references them."""
+
+    __slots__ = ("pool", "bufs")
+
+    def __init__(self, pool: BufferPool):
+        self.pool = pool
+        self.bufs: list[np.ndarray] = []
+
+    def array(self, shape: tuple, count: int) -> np.ndarray:
+        buf = self.pool.take(count * 4)
+        self.bufs.append(buf)
+        return buf.view(np.float32).reshape(shape)
+
+    def recycle(self) -> None:
+        bufs = self.bufs
+        if not bufs:
+            return
+        keep = []
+        for buf in bufs:
+            # References: this loop's variable, the list, getrefcount's argument. Anything more is
+            # a live view (a value still in use): keep the buffer lent.
+            if sys.getrefcount(buf) > 3:
+                keep.append(buf)
+            else:
+                self.pool.give(buf)
+        buf = None
+        self.bufs = keep
+
+    def release_all(self) -> None:
+        # At the end of a run nothing of the graph is alive: whatever is still referenced belongs
+        # to someone else (an exception's traceback); only hand back unreferenced buffers.
+        self.recycle()
+        self.bufs = []
+
+
+def _splat_scalar(value: np.ndarray):
+    """The single element of a uniform, non-NaN float32 constant (bitwise), else None."""
+    if value.dtype != _F32 or value.size == 0:
+        return None
+    flat = value.reshape(-1)
+    first = flat[:1]
+    if np.isnan(first[0]):
+        return None
+    bits = flat.view(np.uint32)
+    if not (bits == bits[0]).all():
+        return None
+    return first.reshape(())
+
+
+class Plan:
+    def __init__(self, graph: Graph):
+        self.node_count = len(graph.nodes)
+        self.inputs_snapshot = list(graph.inputs)
+        self.outputs_snapshot = list(graph.outputs)
+        nodes = graph.nodes
+        size = max([graph._next] + [v.id + 1 for v in graph.inputs] + [v.id + 1 for n in nodes for v in n.outputs])
+        self.size = size
+        end = len(nodes)
+        last_use = [-1] * size
+        for i, node in enumerate(nodes):
+            for v in node.inputs:
+                last_use[v.id] = i
+        for v in graph.outputs:
+            last_use[v.id] = end  # kept to the end: written to its buffer there
+        self.inputs = [(v.id, v.name, dtypes.to_numpy(v.type.dtype), v.type.num_elements, v.type.shape) for v in graph.inputs]
+        self.outputs = [(v.id, v.name, dtypes.to_numpy(v.type.dtype), v.type.num_elements, v.type.shape, v.type.dtype)
+                        for v in graph.outputs]
+        output_names = {v.id: v.name for v in graph.outputs}
+        # Constants, evaluated once; uniform ones also as broadcast scalars for safe consumers.
+        self.constants: dict[int, np.ndarray] = {}
+        splats: dict[int, np.ndarray] = {}
+        readers: dict[int, set[str]] = {}
+        for node in nodes:
+            for v in node.inputs:
+                readers.setdefault(v.id, set()).add(node.op)
+        for node in nodes:
+            if node.op == "constant":
+                value = node.outputs[0]
+                with np.errstate(all="ignore"):
+                    array = graph_ops.OPS["constant"].evaluate([], node.attrs, [value.type])[0]
+                self.constants[value.id] = array
+                scalar = _splat_scalar(array)
+                if scalar is not None and readers.get(value.id) and readers[value.id] <= _SPLAT_OK:
+                    splats[value.id] = np.broadcast_to(scalar, array.shape)
+        self.splats = splats
+        self.steps = []
+        for i, node in enumerate(nodes):
+            if node.op == "constant":
+                continue
+            dead = tuple(sorted({v.id for v in node.inputs if last_use[v.id] == i}))
+            out = node.outputs[0] if len(node.outputs) == 1 else None
+            direct = (out is not None and out.id in output_names and out.type.dtype == "float32") and output_names[out.id]
+            self.steps.append(self._step(node, dead, direct or None))
+
+    def _step(self, node, dead, direct):
+        op = node.op
+        in_ids = tuple(v.id for v in node.inputs)
+        out_id = node.outputs[0].id if node.outputs else None
+        out_type = node.outputs[0].type if len(node.outputs) == 1 else None
+        if op in _BINARY_UFUNCS and out_type is not None and out_type.dtype == "float32":
+            return ("binary", _BINARY_UFUNCS[op], in_ids, out_id, out_type.shape, out_type.num_elements, dead, direct, node)
+        if op in _UNARY_UFUNCS and out_type is not None and out_type.dtype == "float32":
+            return ("unary", _UNARY_UFUNCS[op], in_ids, out_id, out_type.shape, out_type.num_elements, dead, direct, node)
+        if op == "dot_general" and out_type is not None and out_type.dtype == "float32":
+            return ("dot", None, in_ids, out_id, out_type.shape, out_type.num_elements, dead, direct, node)
+        return ("generic", graph_ops.OPS[op].evaluate, in_ids, tuple(v.id for v in node.outputs),
+                [v.type for v in node.outputs], None, dead, None, node)
+
+    def matches(self, graph: Graph) -> bool:
+        return (self.node_count == len(graph.nodes) and self.outputs_snapshot == graph.outputs
+                and self.inputs_snapshot == graph.inputs)
+
+    def run(self, buffers: dict[str, np.ndarray], pool: BufferPool | None = None) -> None:
+        lent = _Lent(pool if pool is not None else BufferPool())
+        env: list = [None] * self.size
+        for vid, name, np_dtype, count, shape in self.inputs:
+            env[vid] = np.ndarray((count,), dtype=np_dtype, buffer=buffers[name]).reshape(shape)
+        for vid, array in self.constants.items():
+            env[vid] = array
+        splats = self.splats
+        targets = self._direct_targets(buffers)
+        try:
+            with np.errstate(all="ignore"):
+                for step in self.steps:
+                    try:
+                        self._run_step(step, env, splats, lent, targets)
+                    except ValidationError as err:
+                        raise err.at(step[8].location) from None
+                    except NeuronSimError:
+                        raise
+                    except Exception as err:  # an op's numpy form failed: name it
+                        node = step[8]
+                        raise ExecutionError(
+                            f"graph op {node.op} at {node.location or '?'} failed: {type(err).__name__}: {err}") from err
+                    for vid in step[6]:
+                        env[vid] = None
+                    lent.recycle()
+            for vid, name, np_dtype, count, shape, dtype in self.outputs:
+                value = env[vid]
+                target = targets.get(name)
+                if target is not None and value is target:
+                    continue
+                target = np.ndarray((count,), dtype=np_dtype, buffer=buffers[name]).reshape(shape)
+                target[...] = dtypes.convert(np.asarray(value), dtype)
+        finally:
+            env = None
+            lent.release_all()
+
+    def _direct_targets(self, buffers) -> dict[str, np.ndarray]:
+        """Output buffers results may be written into as they are computed: those overlapping
+        no other bound buffer (an in-place op's output is also its input)."""
+        names = [step[7] for step in self.steps if step[7] is not None]
+        if not names:
+            return {}
+        spans = []
+        for name, buf in buffers.items():
+            start = buf.__array_interface__["data"][0]
+            spans.append((start, start + buf.nbytes, name))
+        targets = {}
+        for name in names:
+            buf = buffers[name]
+            start = buf.__array_interface__["data"][0]
+            stop = start + buf.nbytes
+            if any(s < stop and start < e for s, e, other in spans if other != name):
+                continue
+            out = next(o for o in self.outputs if o[1] == name)
+            targets[name] = np.ndarray((out[3],), dtype=out[2], buffer=buf).reshape(out[4])
+        return targets
+
+    @staticmethod
+    def _run_step(step, env, splats, lent, targets) -> None:
+        kind, fn, in_ids, out_id, shape, count, _dead, direct, node = step
+        if kind == "binary":
+            a, b = env[in_ids[0]], env[in_ids[1]]
+            if a.dtype is _F32 or a.dtype == _F32:
+                if b.dtype == _F32:
+                    a = splats.get(in_ids[0], a)
+                    b = splats.get(in_ids[1], b)
+                    out = targets.get(direct) if direct else None
+                    if out is None:
+                        out = lent.array(shape, count)
+                    fn(a, b, out=out)
+                    env[out_id] = out
+                    return
+        elif kind == "unary":
+            a = env[in_ids[0]]
+            if a.dtype == _F32:
+                out = targets.get(direct) if direct else None
+                if out is None:
+                    out = lent.array(shape, count)
+                fn(a, out=out)
+                env[out_id] = out
+                return
+        elif kind == "dot":
+            arrays = [env[i] for i in in_ids]
+            out = targets.get(direct) if direct else None
+            if out is None:
+                out = lent.array(shape, count)
+            _dot_into(arrays, node.attrs, out)
+            env[out_id] = out
+            return
+        if kind == "generic":
+            results = fn([env[i] for i in in_ids], node.attrs, shape)
+            for vid, r in zip(out_id, results):
+                env[vid] = r
+            return
+        # A fast step whose operands turned out not to be fp32: the op's own definition.
+        results = graph_ops.OPS[node.op].evaluate([env[i] for i in in_ids], node.attrs, [v.type for v in node.outputs])
+        env[out_id] = results[0]
+
+
+def _dot_into(arrays, attrs, out: np.ndarray) -> None:
+    """``ops._dot_eval`` for an fp32 result, computed into ``out`` (the same matmul call)."""
+    lhs, rhs = (graph_ops.f32(a) for a in arrays)
+    lb, rb, lc, rc = (tuple(attrs.get(k, ())) for k in ("lhs_batch", "rhs_batch", "lhs_contract", "rhs_contract"))
+    lfree = [i for i in range(lhs.ndim) if i not in lb + lc]
+    rfree = [i for i in range(rhs.ndim) if i not in rb + rc]
+    L = lhs.transpose(list(lb) + lfree + list(lc))
+    R = rhs.transpose(list(rb) + list(rc) + rfree)
+    nb = math.prod(lhs.shape[d] for d in lb)
+    nk = math.prod(lhs.shape[d] for d in lc)
+    m = math.prod(lhs.shape[d] for d in lfree)
+    n = math.prod(rhs.shape[d] for d in rfree)
+    np.matmul(L.reshape(nb, m, nk), R.reshape(nb, nk, n), out=out.reshape(nb, m, n))
+
+
+def plan_of(graph: Graph) -> Plan:
+    plan = graph.__dict__.get("_plan")
+    if plan is None or not plan.matches(graph):
+        plan = graph._plan = Plan(graph)
+    return plan
