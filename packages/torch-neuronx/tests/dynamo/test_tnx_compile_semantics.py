@@ -1,0 +1,69 @@
+"""PyTorch semantics through the neuron backend: SDPA trains (traced as matmul/softmax), strided
+inputs are read through their layout, BatchNorm updates its running statistics, in-place updates
+of inputs land in the caller's tensor, view outputs have eager's values."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def test_sdpa_forward_and_backward():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    q = torch.randn(2, 2, 8, 16, requires_grad=True)
+
+    def f(q):
+        return F.scaled_dot_product_attention(q, q * 0.5, q, is_causal=True).sum()
+
+    qn = q.detach().to("neuron").requires_grad_()
+    loss = torch.compile(f, backend="neuron")(qn)
+    loss.backward()
+    expected = f(q)
+    expected.backward()
+    torch.testing.assert_close(loss.cpu(), expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(qn.grad.cpu(), q.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_transposed_input_and_its_result_layout():
+    torch._dynamo.reset()
+    a = torch.randn(16, 8)
+
+    def g(x):
+        return (x * 2).exp()
+
+    got = torch.compile(g, backend="neuron")(a.to("neuron").t())
+    expected = g(a.t())
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5)
+    assert got.stride() == expected.stride()
+
+
+def test_batchnorm_training_updates_running_stats():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    cpu = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8))
+    dev = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8))
+    dev.load_state_dict(cpu.state_dict())
+    dev = dev.to("neuron")
+    x = torch.randn(16, 8)
+    out = torch.compile(dev, backend="neuron")(x.to("neuron"))
+    out.sum().backward()
+    expected = cpu(x)
+    expected.sum().backward()
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(dev[1].running_mean.cpu(), cpu[1].running_mean, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(dev[1].running_var.cpu(), cpu[1].running_var, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(dev[0].weight.grad.cpu(), cpu[0].weight.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_input_mutation_and_view_output():
+    torch._dynamo.reset()
+
+    def h(x):
+        x.add_(1)
+        return (x * 2).view(2, 2)[0]
+
+    x = torch.arange(4.0).to("neuron")
+    out = torch.compile(h, backend="neuron")(x)
+    assert x.cpu().tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert out.cpu().tolist() == [2.0, 4.0]
