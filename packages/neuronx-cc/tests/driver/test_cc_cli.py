@@ -138,7 +138,8 @@ def test_compile_imports_and_writes_the_neff(tmp_path, capsys, fake_compiler):
     assert code == 0, err
     graph, arch = fake_compiler[0]
     assert arch.name.lower().startswith("trn3") or "3" in arch.name
-    assert [n.op for n in graph.nodes] == ["dot_general", "constant", "maximum"]
+    # relu's splat zero is one scalar broadcast to the shape
+    assert [n.op for n in graph.nodes] == ["dot_general", "constant", "broadcast_in_dim", "maximum"]
     assert (tmp_path / "out.neff").exists() and "out.neff" in out and "instructions" in out
 
 
