@@ -2,10 +2,10 @@
 executor that evaluates it (``NEURON_SIM_MODE=fast``)."""
 
 from ..runtime.executors import register_executor
-from .evaluate import FastExecutor, evaluate, graph_of
+from .evaluate import FastExecutor, evaluate, evaluate_reference, graph_of
 from .ir import Graph, Node, TensorType, Value
 from .ops import OPS, infer
 
 register_executor("fast", FastExecutor, requires_graph=True)
 
-__all__ = ["Graph", "Node", "TensorType", "Value", "OPS", "infer", "evaluate", "graph_of", "FastExecutor"]
+__all__ = ["Graph", "Node", "TensorType", "Value", "OPS", "infer", "evaluate", "evaluate_reference", "graph_of", "FastExecutor"]

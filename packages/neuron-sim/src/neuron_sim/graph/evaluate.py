@@ -12,8 +12,10 @@ import weakref
 
 import numpy as np
 
-from ..errors import ExecutionError
+from .. import dtypes
+from ..errors import ExecutionError, NeuronSimError, ValidationError
 from .ir import Graph
+from .ops import OPS
 from .plan import BufferPool, plan_of
 
 # id(program) -> (weak reference to the program, its parsed Graph). Keyed by identity: Program is a
@@ -38,6 +40,33 @@ def evaluate(graph: Graph, buffers: dict[str, np.ndarray], pool: BufferPool | No
     """Evaluate ``graph`` over ``buffers`` (flat uint8 arrays by tensor name); ``pool`` keeps
     temporaries for reuse by later calls (see ``plan.py``)."""
     plan_of(graph).run(buffers, pool)
+
+
+def evaluate_reference(graph: Graph, buffers: dict[str, np.ndarray]) -> None:
+    """Node-by-node interpretation of ``ops.py`` (every intermediate a fresh array, outputs
+    copied at the end): the definition plans must match bit for bit (tests, benchmarks)."""
+    env: dict[int, np.ndarray] = {}
+    for v in graph.inputs:
+        env[v.id] = _view(buffers[v.name], v.type)
+    with np.errstate(all="ignore"):
+        for node in graph.nodes:
+            try:
+                results = OPS[node.op].evaluate([env[v.id] for v in node.inputs], node.attrs, [v.type for v in node.outputs])
+            except ValidationError as err:
+                raise err.at(node.location) from None
+            except NeuronSimError:
+                raise
+            except Exception as err:  # an op's numpy form failed: name it
+                raise ExecutionError(f"graph op {node.op} at {node.location or '?'} failed: {type(err).__name__}: {err}") from err
+            for v, r in zip(node.outputs, results):
+                env[v.id] = r
+    for v in graph.outputs:
+        target = _view(buffers[v.name], v.type)
+        target[...] = dtypes.convert(np.asarray(env[v.id]), v.type.dtype)
+
+
+def _view(buffer: np.ndarray, type_) -> np.ndarray:
+    return np.ndarray((type_.num_elements,), dtype=dtypes.to_numpy(type_.dtype), buffer=buffer).reshape(type_.shape)
 
 
 class FastExecutor:
