@@ -188,12 +188,13 @@ def render(results: dict, seconds: float, samples: int) -> str:
 
 def _reasons_table(results: dict) -> list[str]:
     """The fallback ATen ops by how many (op, dtype) pairs they cost, with the compiler's reason
-    (ops without one fall back by design: views, random draws, data-dependent results)."""
+    (ops never offered to the compiler have none)."""
     cost = collections.Counter(op for per_dtype in results.values() for status, detail in per_dtype.values()
                                if status == "fallback" for op in detail.split(", "))
     lines = ["", "## Why ops fall back", "", "| ATen op | pairs | reason |", "|---|---:|---|"]
     for op, pairs in cost.most_common():
-        reason = REASONS.get(op, "by design (view, random draw, data-dependent or host result)")
+        reason = REASONS.get(op, "no compiled path: a random draw, a data-dependent or host result, hidden mutation, "
+                                 "or an op with its own CPU-fallback kernel (convolution)")
         lines.append(f"| `{op}` | {pairs} | {reason.replace('|', chr(92) + '|')} |")
     return lines
 
