@@ -1,12 +1,13 @@
 """Adaptive eager: consecutive compiled ops of a stream run as one fused NEFF.
 
 Opt-in (``TORCH_NEURONX_ADAPTIVE_EAGER=1``, or ``torch_neuronx.set_adaptive_eager(True)``).
-A compiled, non-mutating op is not launched at once: its outputs are allocated and returned, and
-the op joins its stream's pending *run*. The run is flushed - its ops' graphs joined into one
-graph, compiled once per run signature, launched as one NEFF - when anything else touches that
-stream's queue: a CPU-fallback op, a copy (``.cpu()``, printing, ``.item()``), an in-place op, an
-NKI kernel, an event or a synchronization. A run also ends at ``TORCH_NEURONX_ADAPTIVE_EAGER_MAX_OPS``
-ops (default 512).
+A compiled op is not launched at once: its outputs are allocated and returned (an in-place or
+``out=`` op returns the tensors it will write), and the op joins its stream's pending *run*. The
+run is flushed - its ops' graphs joined into one graph, compiled once per run signature, launched
+as one NEFF - when anything else touches that stream's queue: a CPU-fallback op, a copy
+(``.cpu()``, printing, ``.item()``), an NKI kernel, an event or a synchronization; or before an op
+that cannot join (a write into memory the run reads, a row scatter). A run also ends at
+``TORCH_NEURONX_ADAPTIVE_EAGER_MAX_OPS`` ops (default 512: a whole AdamW step of a small model fuses).
 
 Inside the fused graph an op reads its producers' values directly (the compiler keeps them on
 chip where it can), and results nobody holds any more by flush time are never written to HBM.
