@@ -10,6 +10,9 @@ NeffCache warns about corrupt entries and rebuilds them).
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
 import threading
 from dataclasses import dataclass
 
@@ -52,8 +55,20 @@ class GraphNeff:
 
 
 def graph_key(code: str, specs: list, out_layouts: list, arch: str) -> str:
-    return cache_key("torch_neuronx.dynamo", METADATA_VERSION, code_fingerprint(), torch.__version__, arch, code,
-                     repr(specs), repr(out_layouts))
+    return cache_key("torch_neuronx.dynamo", METADATA_VERSION, code_fingerprint(), _backend_fingerprint(),
+                     torch.__version__, arch, code, repr(specs), repr(out_layouts))
+
+
+@functools.cache
+def _backend_fingerprint() -> str:
+    """A hash of this package's own code (partitioning, lowering): code_fingerprint covers the
+    eager path's tracing and the compiler, not how a graph's device part is cut and traced."""
+    digest = hashlib.sha256()
+    folder = os.path.dirname(__file__)
+    for name in sorted(f for f in os.listdir(folder) if f.endswith(".py")):
+        with open(os.path.join(folder, name), "rb") as f:
+            digest.update(name.encode() + f.read())
+    return digest.hexdigest()
 
 
 class GraphCache:
