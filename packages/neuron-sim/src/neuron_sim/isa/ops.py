@@ -68,17 +68,24 @@ def _erf(x: np.ndarray) -> np.ndarray:
     """erf in float64: a Taylor series near 0, the Numerical Recipes erfc (rel. error < 1.2e-7) elsewhere."""
     z = np.asarray(x, dtype=np.float64)
     a = np.abs(z)
+    near = a < 0.5
+    if near.ndim:  # the series (its powers are most of the cost) only where it is used
+        z = z[near]
     z2 = z * z
     series = (2.0 / math.sqrt(math.pi)) * z * (
         1.0 - z2 / 3.0 + z2 * z2 / 10.0 - z2**3 / 42.0 + z2**4 / 216.0 - z2**5 / 1320.0 + z2**6 / 9360.0
     )
+    z = np.asarray(x, dtype=np.float64)
     t = 1.0 / (1.0 + 0.5 * a)
     poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
         0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
     with np.errstate(over="ignore", under="ignore"):
         erfc = t * np.exp(-a * a + poly)
     far = np.copysign(1.0 - erfc, z)
-    return np.where(a < 0.5, series, far).astype(np.float32)
+    if not near.ndim:
+        return np.where(near, series, far).astype(np.float32)
+    far[near] = series
+    return far.astype(np.float32)
 
 
 def _gelu(x):
@@ -126,6 +133,32 @@ def _erf_dx(x):
     return np.float32(2.0 / math.sqrt(math.pi)) * np.exp(-x * x)
 
 
+# Elements per pass of a composite activation over a large array: its dozens of whole-array
+# temporaries (float64 for erf) then stay in cache and reuse freed memory instead of faulting in
+# fresh pages for each. Every op is elementwise, so the results are the same bits.
+_CHUNK = 16384
+
+
+def _in_chunks(fn):
+    def chunked(x):
+        if not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.size <= 2 * _CHUNK:
+            return fn(x)
+        flat = x.reshape(-1)
+        first = np.asarray(fn(flat[:_CHUNK]))
+        out = np.empty(flat.shape, dtype=first.dtype)
+        out[:_CHUNK] = first
+        for start in range(_CHUNK, flat.size, _CHUNK):
+            out[start:start + _CHUNK] = fn(flat[start:start + _CHUNK])
+        return out.reshape(x.shape)
+
+    chunked.__name__ = fn.__name__
+    chunked.__doc__ = fn.__doc__
+    chunked.__wrapped__ = fn
+    return chunked
+
+
+_erf_chunked = _in_chunks(_erf)
+
 # Activation functions (ScalarE): name -> fp32 numpy function of one argument.
 ACTIVATIONS = {
     "copy": lambda x: x,
@@ -136,19 +169,19 @@ ACTIVATIONS = {
     "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "reciprocal": lambda x: 1.0 / x,
     "tanh": np.tanh,
-    "sigmoid": _sigmoid,
+    "sigmoid": _in_chunks(_sigmoid),
     "relu": lambda x: np.maximum(x, np.float32(0.0)),
-    "gelu": _gelu,
-    "gelu_apprx_tanh": _gelu_tanh,
-    "gelu_apprx_sigmoid": _gelu_sigmoid,
-    "gelu_dx": _gelu_dx,
-    "gelu_apprx_sigmoid_dx": _gelu_sigmoid_dx,
-    "silu_dx": _silu_dx,
-    "erf_dx": _erf_dx,
-    "silu": lambda x: x * _sigmoid(x),
-    "softplus": _softplus,
-    "mish": _mish,
-    "erf": _erf,
+    "gelu": _in_chunks(_gelu),
+    "gelu_apprx_tanh": _in_chunks(_gelu_tanh),
+    "gelu_apprx_sigmoid": _in_chunks(_gelu_sigmoid),
+    "gelu_dx": _in_chunks(_gelu_dx),
+    "gelu_apprx_sigmoid_dx": _in_chunks(_gelu_sigmoid_dx),
+    "silu_dx": _in_chunks(_silu_dx),
+    "erf_dx": _in_chunks(_erf_dx),
+    "silu": _in_chunks(lambda x: x * _sigmoid(x)),
+    "softplus": _in_chunks(_softplus),
+    "mish": _in_chunks(_mish),
+    "erf": _erf_chunked,
     "sin": np.sin,
     "cos": np.cos,
     "arctan": np.arctan,
