@@ -67,3 +67,20 @@ def test_input_mutation_and_view_output():
     out = torch.compile(h, backend="neuron")(x)
     assert x.cpu().tolist() == [1.0, 2.0, 3.0, 4.0]
     assert out.cpu().tolist() == [2.0, 4.0]
+
+
+def test_host_scalar_arguments_and_host_only_graphs():
+    torch._dynamo.reset()
+    x, s = torch.arange(6.0).reshape(2, 3).to("neuron"), torch.tensor(3.0)
+
+    def scaled(x, s):
+        return x * s, s * 2 + 1
+
+    got, host = torch.compile(scaled, backend="neuron")(x, s)
+    assert got.cpu().tolist() == [[0.0, 3.0, 6.0], [9.0, 12.0, 15.0]]
+    assert host.device.type == "cpu" and host.item() == 7.0
+
+    def host_only(s):
+        return s * 2 + 1
+
+    assert torch.compile(host_only, backend="neuron")(s).item() == 7.0

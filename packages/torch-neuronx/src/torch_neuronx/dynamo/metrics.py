@@ -25,7 +25,7 @@ class GraphRecord:
     name: str
     kind: str  # forward / backward / inference
     ops: int  # ATen calls in the AOTAutograd graph
-    source: str  # compiled / disk / memory / eager
+    source: str  # compiled / disk / memory / eager / host (nothing for the device)
     seconds: float  # trace + lower + compile (or cache read)
     instructions: int = 0
     device_us: float = 0.0  # simulated device time of one launch
@@ -52,7 +52,7 @@ def record(rec: GraphRecord) -> None:
         hits = sum(r.source in ("disk", "memory") for r in _records)
     _ensure_handler()
     what = {"compiled": "compiled", "disk": "NEFF from disk cache", "memory": "NEFF from memory cache",
-            "eager": "runs eagerly (fallback)"}[rec.source]
+            "eager": "runs eagerly (fallback)", "host": "host work only, nothing to compile"}[rec.source]
     detail = f", {rec.instructions} instructions, {rec.device_us / 1e3:.2f} ms device" if rec.instructions else ""
     logger.info(f"{rec.name}: {rec.ops} ops {what} in {rec.seconds:.2f} s{detail} "
                 f"({done} compiled, {hits} cache hits so far)")

@@ -56,8 +56,10 @@ class CompiledGraph:
         self._constants: dict[str, torch.Tensor] = {}
         self.device = next((t.device for t in example_inputs if isinstance(t, torch.Tensor) and t.device.type == "neuron"),
                            None)
-        specs = [self._spec_of_source(src, example_inputs) for src in self.dm.sources]
-        self._variant(tuple(specs))
+        if self.dm.outputs:  # a graph of host work and aliases only has nothing to launch
+            self._variant(tuple(self._spec_of_source(src, example_inputs) for src in self.dm.sources))
+        else:
+            metrics.record(metrics.GraphRecord(name, kind, self.ops, "host", 0.0))
 
     # -- compile ---------------------------------------------------------------------------
     @staticmethod
@@ -112,12 +114,12 @@ class CompiledGraph:
         args = list(args)
         values = self._run_pre_launch(args)
         inputs = [self._input(src, args, values) for src in self.dm.sources]
-        self._upload_host_values(inputs)
-        specs = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in inputs)
-        entry = self._variants.get(specs) or self._variant(specs)
-        results = self._launch(entry, inputs)
-        for node, tensor in zip(self.dm.outputs, results):
-            values[node] = tensor
+        if self.dm.outputs:
+            self._upload_host_values(inputs)
+            specs = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in inputs)
+            entry = self._variants.get(specs) or self._variant(specs)
+            for node, tensor in zip(self.dm.outputs, self._launch(entry, inputs)):
+                values[node] = tensor
         out = []
         for node in self.part.outputs:
             if node is None or not isinstance(node, fx.Node):
@@ -169,6 +171,8 @@ class CompiledGraph:
             if name not in self._constants:
                 self._constants[name] = getattr(self.gm, name).to(self._device(args))
             return self._constants[name]
+        if src.ref.op == "placeholder":  # a host argument (a CPU scalar tensor)
+            return args[self.placeholder_index[src.ref]]
         return values[src.ref]  # host values are uploaded together (_upload_host_values)
 
     def _upload_host_values(self, inputs: list) -> None:
