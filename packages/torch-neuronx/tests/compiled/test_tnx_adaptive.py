@@ -174,3 +174,21 @@ def test_foreach_optimizer_step_matches_plain_eager(neuron):
         torch_neuronx.set_adaptive_eager(None)
     for a, b in zip(plain, fused):
         assert torch.equal(a, b)
+
+
+def test_runs_launched_op_by_op_match_plain_eager(neuron, monkeypatch):
+    """A run the timing model finds slower fused is launched op by op from its own buffers."""
+    x, w = _inputs()
+    expected = [t.cpu() for t in _chain(x.to(neuron), w.to(neuron))]
+    monkeypatch.setattr(adaptive, "_worth_fusing", lambda neff, run: None)
+    adaptive._fused.clear()
+    torch_neuronx.set_adaptive_eager(True)
+    try:
+        y = x.to(neuron)
+        y.mul_(1.0)  # an in-place op in the run too
+        got = [t.cpu() for t in _chain(y, w.to(neuron))]
+    finally:
+        torch_neuronx.set_adaptive_eager(None)
+        adaptive._fused.clear()
+    for e, g in zip(expected, got):
+        assert torch.equal(e, g)

@@ -23,6 +23,7 @@ import threading
 import torch
 from neuron_sim.graph import Graph, graph_of
 from neuron_sim.neff import NeffCache, cache_key
+from neuron_sim.runtime.timing_cache import program_timing
 
 from .. import _state
 from .cache import CACHE, code_fingerprint
@@ -37,7 +38,7 @@ _override: bool | None = None  # set_adaptive_eager() wins over the environment
 _lock = threading.RLock()
 _runs: dict[tuple[int, int], _Run] = {}
 _fused: dict[tuple, object] = {}  # run signature -> NEFF
-stats = {"runs": 0, "ops": 0, "fused_compiles": 0, "dead_outputs": 0}
+stats = {"runs": 0, "ops": 0, "fused_compiles": 0, "dead_outputs": 0, "split_runs": 0}
 
 
 def set_adaptive_eager(enabled: bool | None) -> None:
@@ -187,9 +188,12 @@ def flush(device_index: int, stream_id: int) -> None:
     if len(run.items) == 1 and len(live) == len(outputs):
         _launch_single(queue, run, live)
         return
-    neff = _fused.get(signature)
+    if signature not in _fused:
+        _fused[signature] = _worth_fusing(_compile(run, live, signature), run)
+    neff = _fused[signature]
     if neff is None:
-        neff = _fused[signature] = _compile(run, live, signature)
+        _launch_each(queue, run)
+        return
     buffers = {}
     numpy_bytes = _state.bridge().numpy_bytes
     graph = graph_of(neff.program)
@@ -212,6 +216,37 @@ def _launch_single(queue, run: _Run, live) -> None:
     for j, (_, _, storage) in enumerate(live):
         buffers[f"out{j}"] = numpy_bytes(storage.data_ptr(), entry.outputs[j].nbytes)
     queue.launch(entry.neff, buffers, name=entry.name, context=entry.context)
+
+
+def _worth_fusing(neff, run: _Run):
+    """``neff``, or None when the timing model gives it more device time than the run's ops
+    launched one by one (a fused program can serialize around one op's access pattern): adaptive
+    eager never makes a run slower on the device."""
+    arch = _state.bridge().runtime.config.arch
+    fused_ns = program_timing(neff.program, arch).total_ns
+    parts_ns = sum(program_timing(entry.neff.program, arch).total_ns for entry, _, _ in run.items)
+    if fused_ns <= parts_ns:
+        return neff
+    stats["split_runs"] += 1
+    return None
+
+
+def _launch_each(queue, run: _Run) -> None:
+    """The run's ops one by one, in order, each into the memory its results already have."""
+    numpy_bytes = _state.bridge().numpy_bytes
+    for entry, sources, storages in run.items:
+        buffers = {}
+        for i, (src, nbytes) in enumerate(zip(sources, entry.in_nbytes)):
+            if src[0] == "ext":
+                ptr = run.externals[src[1]].data_ptr()
+            else:
+                _, k, j, offset = src
+                producer = run.items[k][0].outputs[j]
+                ptr = run.items[k][2][j].data_ptr() + offset * producer.dtype.itemsize
+            buffers[f"in{i}"] = numpy_bytes(ptr, nbytes)
+        for j, storage in enumerate(storages):
+            buffers[f"out{j}"] = numpy_bytes(storage.data_ptr(), entry.outputs[j].nbytes)
+        queue.launch(entry.neff, buffers, name=entry.name, context=entry.context)
 
 
 def flush_all() -> None:
