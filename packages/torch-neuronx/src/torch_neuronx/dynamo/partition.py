@@ -70,6 +70,7 @@ class Partition:
     outputs: list  # the output node's flat list: fx.Node or None
     kind: dict = field(default_factory=dict)  # node -> ARG / HOST / RANDOM / CONSTANT / DEVICE / DROPOUT
     device_outputs: list = field(default_factory=list)  # device nodes the NEFF writes, in output order
+    input_views: dict = field(default_factory=dict)  # output node -> (placeholder, view nodes to replay)
 
     def nodes_of(self, kind: str) -> list[fx.Node]:
         return [n for n in self.gm.graph.nodes if self.kind.get(n) == kind]
@@ -108,10 +109,29 @@ def partition(gm: fx.GraphModule) -> Partition:
             _check_device(node, kind)
             kind[node] = DEVICE
 
-    # Outputs are written by the NEFF with their traced strides, views included (AOTAutograd
-    # regenerates outputs that alias inputs itself): a copy, but no replay at every call.
-    part.device_outputs = list(dict.fromkeys(o for o in outputs if kind.get(o) == DEVICE))
+    # A view of an argument (a transposed weight saved for the backward) is made by replaying its
+    # view ops on the real argument after the launch: zero-copy, with eager's strides. Other
+    # outputs, views of computed values included, are written by the NEFF with their traced strides.
+    for out in outputs:
+        chain = _view_chain_to_argument(out, kind)
+        if chain is not None:
+            part.input_views[out] = chain
+    part.device_outputs = list(dict.fromkeys(o for o in outputs if kind.get(o) == DEVICE and o not in part.input_views))
     return part
+
+
+def _view_chain_to_argument(node, kind: dict):
+    """(placeholder, view nodes from it to ``node``) when ``node`` is views all the way down to a
+    device argument, each taking nothing else from the graph; else None."""
+    chain = []
+    while isinstance(node, fx.Node) and kind.get(node) == DEVICE and is_view(node):
+        if any(n is not node.args[0] for n in node.all_input_nodes):
+            return None
+        chain.append(node)
+        node = node.args[0]
+    if not chain or not isinstance(node, fx.Node) or kind.get(node) != ARG:
+        return None
+    return node, chain[::-1]
 
 
 def _is_host(node: fx.Node, kind: dict) -> bool:

@@ -7,7 +7,8 @@ Per call (boxed: AOTAutograd hands over the argument list and we free it):
    see the same numbers);
 2. the NEFF of the device graph for these input layouts is launched on the current stream, its
    inputs and outputs bound zero-copy to the tensors' device memory;
-3. the graph's outputs are assembled: NEFF results, inputs passed through, host values, draws.
+3. the graph's outputs are assembled: NEFF results, inputs passed through, views of inputs
+   (replayed on the real tensors), host values, draws.
 
 A call whose input strides differ from the compiled ones compiles a variant for them (logged).
 """
@@ -120,6 +121,11 @@ class CompiledGraph:
             entry = self._variants.get(specs) or self._variant(specs)
             for node, tensor in zip(self.dm.outputs, self._launch(entry, inputs)):
                 values[node] = tensor
+        for node, (base, chain) in self.part.input_views.items():
+            t = args[self.placeholder_index[base]]
+            for view in chain:
+                t = view.target(t, *view.args[1:], **view.kwargs)
+            values[node] = t
         out = []
         for node in self.part.outputs:
             if node is None or not isinstance(node, fx.Node):
