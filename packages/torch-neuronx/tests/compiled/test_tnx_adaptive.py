@@ -192,3 +192,35 @@ def test_runs_launched_op_by_op_match_plain_eager(neuron, monkeypatch):
         adaptive._fused.clear()
     for e, g in zip(expected, got):
         assert torch.equal(e, g)
+
+
+def test_uploads_join_the_pending_run(neuron, adaptive_on):
+    """A host-to-device copy into fresh memory waits for the run's launch instead of forcing it;
+    the run's ops that read the uploaded tensor see its data."""
+    x = torch.randn(6, 10)
+    y = x.to(neuron) * 2
+    runs = adaptive_on["runs"]
+    host = torch.randn(6, 10)
+    uploaded = host.to(neuron)  # joins the run
+    assert adaptive.pending()
+    z = y + uploaded
+    assert torch.equal(z.cpu(), x * 2 + host)
+    assert adaptive_on["runs"] == runs + 1
+
+
+def test_dropout_in_a_run_matches_plain_eager(neuron):
+    x = torch.randn(16, 32)
+
+    def run():
+        torch.manual_seed(7)
+        h = x.to(neuron) * 1.5
+        out = torch.nn.functional.dropout(h, 0.3) + h
+        return out.cpu()
+
+    plain = run()
+    torch_neuronx.set_adaptive_eager(True)
+    try:
+        fused = run()
+    finally:
+        torch_neuronx.set_adaptive_eager(None)
+    assert torch.equal(plain, fused)

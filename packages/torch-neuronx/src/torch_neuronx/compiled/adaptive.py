@@ -80,6 +80,7 @@ class _Run:
         self.memory_readers: dict[int, set[int]] = {}  # storage data_ptr -> items reading it from memory
         self.in_place_writers: dict[int, set[int]] = {}  # storage data_ptr -> items writing it in place
         self.superseded: set[tuple[int, int]] = set()  # results rewritten later in the run: never written
+        self.uploads: list[tuple[torch.Tensor, torch.Tensor]] = []  # (device tensor, host data), before the launch
 
     def source(self, t: torch.Tensor, in_type) -> tuple | None:
         """Where input ``t`` (declared ``in_type`` in its op's graph) comes from, or None when it
@@ -170,6 +171,21 @@ def _writable(run: _Run, entry: CompiledOp, tensors, targets) -> bool:
     return True
 
 
+def defer_upload(dst: torch.Tensor, src: torch.Tensor) -> bool:
+    """Make the host-to-device copy of ``src`` into ``dst`` part of the pending run of ``dst``'s
+    stream (submitted just before its launch) instead of launching the run for it. Only into
+    memory the run has neither read nor written, so the upload's place before the run's ops
+    changes nothing they see. False: no pending run, or not such memory (copy as usual)."""
+    stream_id = _state.shim().current_stream_id(dst.device.index)
+    with _lock:
+        run = _runs.get((dst.device.index, stream_id))
+        base = dst.untyped_storage().data_ptr()
+        if run is None or not run.items or base in run.produced or base in run.memory_readers:
+            return False
+        run.uploads.append((dst, src))
+        return True
+
+
 def flush(device_index: int, stream_id: int) -> None:
     """Launch the pending run of (device, stream), if any."""
     with _lock:
@@ -185,6 +201,11 @@ def flush(device_index: int, stream_id: int) -> None:
     signature = (tuple((entry.neff.metadata.get("graph_hash"), tuple(srcs)) for entry, srcs, _ in run.items),
                  tuple((k, j) for k, j, _ in live), _state.bridge().runtime.config.arch.name)
     queue = _state.bridge().queue(device_index, stream_id)
+    if run.uploads:
+        from ..ops.kernels import submit_upload
+
+        for dst, src in run.uploads:
+            submit_upload(queue, dst, src)
     if len(run.items) == 1 and len(live) == len(outputs):
         _launch_single(queue, run, live)
         return

@@ -157,6 +157,12 @@ class _Rng:
             _RNG_LOCK.release()
 
 
+def device_generator(device: torch.device) -> _Rng:
+    """Context manager: a CPU generator holding ``device``'s default generator state (written
+    back on exit), for random draws made on the host for the device."""
+    return _Rng(_generator_for([], device))
+
+
 def _rng_for(op, flat, device):
     if not _uses_generator(op):
         return None
@@ -364,10 +370,22 @@ def _run_now(op, flat, spec, device):
     cpu_flat = [_to_cpu_value(x) for x in flat]
     result = _execute(op, cpu_flat, spec, rng)
     mapped = _map_back(result, flat, cpu_flat, device)
-    nbytes = _nbytes([x for x in flat if is_neuron(x)]) + _nbytes([x for x in tree_flatten(result)[0]])
+    read = [x for x in flat if is_neuron(x)]
+    if _overload(op) in _OVERWRITES_SELF and read and read[0] is flat[0]:
+        read = read[1:]  # a random fill never reads the tensor it overwrites: nothing goes to the host
+    nbytes = _nbytes(read) + _nbytes([x for x in tree_flatten(result)[0]])
     queue.submit(lambda: None, device_time_ns=costs.fallback_ns(nbytes, 0), name=_op_name(op), kind="cpu_fallback",
                  context=f"{_describe(op, flat)} on {device} (CPU fallback, synchronous)")
     return mapped
+
+
+# In-place random fills: ``self`` is only written (its values are replaced, not read).
+_OVERWRITES_SELF = {"aten::bernoulli_.float", "aten::uniform_", "aten::normal_", "aten::random_", "aten::random_.from",
+                    "aten::random_.to", "aten::exponential_", "aten::cauchy_", "aten::log_normal_", "aten::geometric_"}
+
+
+def _overload(op) -> str:
+    return op._schema.name if op._overloadname == "default" else f"{op._schema.name}.{op._overloadname}"
 
 
 def _run_view(op, flat, spec):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from .. import _state
-from ..compiled import dispatch
+from ..compiled import adaptive, dispatch
 from . import costs, fallback, tracking
 from .host import host_view, is_neuron, worker_task
 
@@ -40,9 +40,9 @@ def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False)
         # Snapshot the source unless it is pinned and the copy non-blocking (then the caller must
         # keep it unchanged until the stream reaches the copy, as with CUDA).
         src = self if non_blocking and self.is_pinned() else self.clone()
-        target = _math_view(host_view(dst), dst)
-        _queue_of(dst).submit(worker_task(lambda: target.copy_(src)), device_time_ns=costs.host_copy_ns(nbytes),
-                              name="copy_h2d", kind="copy", context=f"copy {list(self.shape)} host -> {dst.device}")
+        if adaptive.enabled() and not (dst.is_conj() or dst.is_neg()) and adaptive.defer_upload(dst, src):
+            return dst  # uploaded just before the stream's pending run is launched
+        submit_upload(_queue_of(dst), dst, src)
         return dst
     if is_neuron(self) and not is_neuron(dst):  # device -> host
         source = _math_view(host_view(self), self)
@@ -65,6 +65,24 @@ def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False)
     _queue_of(dst).submit(worker_task(lambda: target.copy_(source)), device_time_ns=costs.device_copy_ns(nbytes, _dma_bytes_per_ns()),
                           name="copy_d2d", kind="copy", context=f"copy {list(self.shape)} {self.device} -> {dst.device}")
     return dst
+
+
+def submit_upload(queue, dst: torch.Tensor, src: torch.Tensor) -> None:
+    """Queue the copy of host tensor ``src`` into device tensor ``dst`` over the host link."""
+    target = _math_view(host_view(dst), dst)
+    queue.submit(worker_task(lambda: target.copy_(src)), device_time_ns=costs.host_copy_ns(src.numel() * src.element_size()),
+                 name="copy_h2d", kind="copy", context=f"copy {list(src.shape)} host -> {dst.device}")
+
+
+def local_scalar_dense(self: torch.Tensor):
+    """``.item()``: wait for the stream, then read the element over the host link - a copy, as
+    ``.cpu()`` is, not a CPU kernel."""
+    tracking.record("aten::_local_scalar_dense", fallback=False)
+    queue = _queue_of(self)
+    queue.submit(lambda: None, device_time_ns=costs.host_copy_ns(self.element_size()), name="copy_d2h", kind="copy",
+                 context=f"item() of {list(self.shape)} {self.device}")
+    queue.synchronize()
+    return _math_view(host_view(self), self).item()
 
 
 def copy_from_and_resize(self: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
@@ -187,15 +205,19 @@ def fused_gru_cell(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=N
 
 def native_dropout(input, p, train=None):
     """Dropout as CPU's kernel computes it (``native_dropout_cpu``): a bool mask drawn by
-    ``bernoulli_`` from the device's generator (a random draw, so a CPU-fallback op: the same
-    stream as CPU's for the same seed), then the masking and scaling compiled on the device. Run
-    whole through the fallback, the input and output would cross the host link too."""
+    ``bernoulli_`` from the device's generator - on the host, so the stream is CPU's for the same
+    seed - and uploaded, then the masking and scaling compiled on the device. (Run whole through
+    the fallback, the input and output would cross the host link too.)"""
     if input.numel() == 0:
         return input, torch.empty_like(input)
     if train is None or train:
         p1m = 1.0 - p
         scale = 0.0 if p1m == 0 else 1.0 / p1m
-        mask = torch.empty_like(input, dtype=torch.bool).bernoulli_(p1m)
+        drawn = torch.empty_like(input, dtype=torch.bool, device="cpu")  # CPU's layout of the mask
+        with fallback.device_generator(input.device) as generator:
+            drawn.bernoulli_(p1m, generator=generator)
+        mask = torch.empty_like(input, dtype=torch.bool)
+        mask.copy_(drawn)
         return input.mul(mask).mul_(scale), mask
     return input.clone(), torch.ones_like(input, dtype=torch.bool)
 
@@ -219,6 +241,7 @@ def register(lib: torch.library.Library) -> None:
         ("convolution_overrideable", convolution_overrideable),
         ("convolution_backward_overrideable", convolution_backward_overrideable),
         ("native_dropout", native_dropout),
+        ("_local_scalar_dense", local_scalar_dense),
     ]:
         lib.impl(name, fn, "PrivateUse1")
     for name in WHOLE_OP_KERNELS:
