@@ -2,9 +2,10 @@
 
 Per call (boxed: AOTAutograd hands over the argument list and we free it):
 
-1. host nodes run on their CPU values, then random draws and dropout masks are made on the device
-   in graph order, as eager makes them (same generator, same order: compiled and eager training
-   see the same numbers);
+1. host nodes run on their CPU values, then random draws are made on the device and dropout masks
+   on the host with the device's generator, in graph order, as eager makes them (same generator,
+   same order: compiled and eager training see the same numbers); the masks are uploaded together
+   in one host-to-device copy;
 2. the NEFF of the device graph for these input layouts is launched on the current stream, its
    inputs and outputs bound zero-copy to the tensors' device memory;
 3. the graph's outputs are assembled: NEFF results, inputs passed through, views of inputs
@@ -24,11 +25,14 @@ from torch.utils._pytree import tree_map
 
 from .. import _state
 from ..compiled.tracing import storage_span
+from ..ops import fallback, kernels
 from . import metrics
 from .errors import NeuronCompileError
 from .graph_cache import CACHE, GraphNeff, OutputBuffer, graph_key
 from .lowering import DeviceModule, device_module, output_perm, to_graph
 from .partition import CONSTANT, DROPOUT, HOST, RANDOM, partition
+
+_MASK_ALIGN = 64  # bytes between the masks packed into one upload
 
 
 def _row_major(shape) -> tuple:
@@ -154,20 +158,46 @@ class CompiledGraph:
             meta = n.meta["val"]
             return torch.empty_strided(meta.shape, meta.stride(), dtype=meta.dtype, device=self._device(args))
 
+        masks: list = []
         for node in self.pre_launch:
             kind = self.part.kind[node]
             if kind == DROPOUT:
-                x = node.args[0].meta["val"]
-                p = node.args[1] if len(node.args) > 1 else node.kwargs["p"]
-                # The mask as eager's native_dropout draws it (ops/kernels.py: a bool bernoulli_ of
-                # the input's shape on the device's generator), so eager and compiled runs draw the
-                # same masks; the masking and scaling are in the NEFF.
-                values[node] = torch.empty(x.shape, dtype=torch.bool, device=self._device(args)).bernoulli_(1.0 - p)
+                masks.append((node, self._draw_mask(node)))
             elif node.op == "call_function" and node.target is operator.getitem:
                 values[node] = value(node.args[0])[node.args[1]]
             else:
                 values[node] = node.target(*tree_map(value, node.args), **tree_map(value, node.kwargs))
+        if masks:
+            values.update(self._upload_masks(masks))
         return values
+
+    def _draw_mask(self, node: fx.Node) -> torch.Tensor:
+        """The bool mask of dropout ``node`` drawn on the host as eager's native_dropout draws it
+        (ops/kernels.py: ``bernoulli_(1 - p)`` on the device generator's state, the input's
+        layout), so compiled and eager runs see the same masks; the masking and scaling are in the
+        NEFF."""
+        mask = node.meta["val"][1]
+        p = node.args[1] if len(node.args) > 1 else node.kwargs["p"]
+        drawn = torch.empty_strided(mask.shape, mask.stride(), dtype=torch.bool)
+        with fallback.device_generator(self._device(None)) as generator:
+            drawn.bernoulli_(1.0 - p, generator=generator)
+        return drawn
+
+    def _upload_masks(self, masks: list) -> dict:
+        """All of a call's masks cross the host link in one upload (one copy, not one per mask):
+        each mask is a view of the packed device buffer, with its own layout."""
+        offsets, total = [], 0
+        for _node, drawn in masks:
+            offsets.append(total)
+            total += -(-storage_span(drawn.shape, drawn.stride()) // _MASK_ALIGN) * _MASK_ALIGN
+        host = torch.empty(total, dtype=torch.bool)
+        for (_node, drawn), offset in zip(masks, offsets):
+            host.as_strided(drawn.shape, drawn.stride(), offset).copy_(drawn)
+        device = self._device(None)
+        packed = torch.empty(total, dtype=torch.bool, device=device)
+        kernels.submit_upload(_state.current_queue(device.index), packed, host)
+        return {node: packed.as_strided(drawn.shape, drawn.stride(), offset)
+                for (node, drawn), offset in zip(masks, offsets)}
 
     def _input(self, src, args, values) -> torch.Tensor:
         if src.kind == "arg":
