@@ -47,7 +47,7 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
     load_all()
     nodes = live_nodes(graph)
     folded = fold_constants(nodes)
-    groups = partition(nodes, folded)
+    groups = partition(nodes, folded, arch.sbuf_usable_bytes_per_partition)
     builder = ProgramBuilder(name or graph.name, arch)
     ctx = LoweringContext(graph, arch, builder, nodes, folded)
     for group in groups:

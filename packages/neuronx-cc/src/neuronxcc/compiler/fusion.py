@@ -8,7 +8,16 @@
   An elementwise node joins the groups of the elementwise producers it reads directly when they
   have its shape and no dependency path leaves the group and comes back (that would be a cycle);
   it may merge several independent such groups. A node that reads a group's reduction, or reads a
-  group's value through a view op, starts a new group (those values must be complete in HBM first).
+  group's value through a view op, starts a new group (those values must be complete in HBM first)
+  - except in a **row-wise** group (below).
+* **row-wise** fused groups (softmax, log_softmax, LayerNorm and their backwards): when whole rows
+  of the reduced dims fit SBUF, every tile holds whole rows (rows on partitions, the reduced dims
+  in the free dims), so a reduction is complete inside the tile that computed its input. Then the
+  group also takes the *row nodes* - elementwise nodes over the reduction's (row) shape that read
+  its results, e.g. ``sum / N``, ``rsqrt(var + eps)`` - and the elementwise nodes over the full
+  space that read a row value broadcast back over its rows (``x - max``, ``e / sum``), and more
+  reductions over the same dims. The input is loaded once per 128-row block instead of once per
+  reduction: one HBM pass instead of two or three.
 * **matmul** groups: a ``dot_general`` plus its *epilogue* - the elementwise nodes over the dot's
   result shape that read it (or read an epilogue value) directly. The epilogue runs on each output
   tile while it leaves PSUM (bias add, activation, scaling, dtype cast), so the raw product never
@@ -23,10 +32,14 @@ HBM; everything else stays in SBUF.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+from neuron_sim import dtypes
+
 from .errors import node_error
-from .lower.elementwise_ops import ELEMENTWISE_OPS
+from .lower.elementwise_ops import ELEMENTWISE_OPS, temps_needed
+from .views import View, contiguous_strides
 
 VIEW_OPS = frozenset({"broadcast_in_dim", "transpose", "slice", "reshape", "as_strided"})
 LEAF_OPS = frozenset({"constant", "iota"})
@@ -38,6 +51,12 @@ OP_KINDS: dict[str, str] = {
 # Group kinds whose groups absorb elementwise consumers of their result (an epilogue per output tile).
 EPILOGUE_KINDS = frozenset({"matmul"})
 MAX_FUSED_NODES = 48  # bounds the SBUF a tile of one group needs
+# Row-wise groups: the tile loop keeps BUFFERS (3) tiles in flight and falls back to fewer when a row
+# does not fit; fusion admits a row-wise group only when two sets of its tiles fit this SBUF share.
+ROW_SBUF_FRACTION = 0.7
+ROW_FIT_BUFFERS = 2
+ROW_REDUCE_KINDS = frozenset({"sum", "max", "min", "prod"})
+DEFAULT_SBUF_BYTES = 212984  # trn2's usable SBUF bytes per partition (the smaller generation)
 
 
 @dataclass(eq=False)
@@ -49,6 +68,9 @@ class Group:
     reduce_dims: tuple | None = None  # fused: dims its reductions reduce (one set per group)
     deps: set = field(default_factory=set)  # ids of the groups it depends on, transitively
     direct: set = field(default_factory=set)  # ids of the groups it reads from
+    rowwise: bool = False  # fused: tiles hold whole rows; row values are read inside the group
+    row_nodes: set = field(default_factory=set)  # fused: id(node) of nodes computed per row
+    row_values: set = field(default_factory=set)  # fused: ids of per-row values (reductions, row nodes)
 
     def __repr__(self) -> str:
         return f"Group({self.id}, {self.kind}, {[n.op for n in self.nodes]})"
@@ -73,8 +95,90 @@ def reduce_dims_of(node) -> tuple:
     return tuple(sorted({d % rank for d in node.attrs["dims"]})) if rank else ()
 
 
-def partition(nodes: list, folded=()) -> list[Group]:
-    """Groups in a valid execution order. ``folded``: ids of values known at compile time (leaves)."""
+def view_chain(v, producer) -> tuple:
+    """(root value, view nodes from the root to ``v``): ``v`` seen through its chain of view ops."""
+    chain = []
+    node = producer.get(v.id)
+    while node is not None and node.op in VIEW_OPS:
+        chain.append(node)
+        v = node.inputs[0]
+        node = producer.get(v.id)
+    return v, chain[::-1]
+
+
+def _through(view: View | None, node) -> View | None:
+    """``view`` after view op ``node`` (None when strides cannot say it: the read is not row-wise)."""
+    a = node.attrs
+    if view is None:
+        return None
+    if node.op == "broadcast_in_dim":
+        return view.broadcast(tuple(a["shape"]), tuple(a["dims"]))
+    if node.op == "transpose":
+        return view.transpose(tuple(a["perm"]))
+    if node.op == "slice":
+        return view.slice(list(a["start"]), list(a["limit"]), list(a.get("stride") or [1] * len(a["start"])))
+    if node.op == "reshape":
+        return view.reshape(tuple(a["shape"]))
+    return None
+
+
+def row_count(g: Group) -> int:
+    return math.prod(s for d, s in enumerate(g.space) if d not in g.reduce_dims)
+
+
+def _row_capable(nodes: list, space, dims) -> bool:
+    """Whether reductions over ``dims`` can be finished inside each tile (see the module docstring)."""
+    if not dims or math.prod(space) == 0 or math.prod(space[d] for d in dims) <= 1:
+        return False
+    # The reduced dims must be the trailing ones: then a row is a contiguous run of every operand
+    # (long DMA runs) and the tile reduces it in the order the multi-pass lowering did.
+    if tuple(dims) != tuple(range(len(space) - len(dims), len(space))):
+        return False
+    return all(n.attrs["kind"] in ROW_REDUCE_KINDS and dtypes.is_float(n.outputs[0].type.dtype)
+               for n in nodes if n.op == "reduce")
+
+
+def _row_read_ok(root, chain, out_shape, g: Group) -> bool:
+    """Whether ``root`` (a row value of ``g``) seen through ``chain`` is a row-wise read.
+
+    Row values are ``row_count(g)`` numbers in the row-major order of the kept dims, whatever their
+    shape. A node over the full space must see each row's number along that row (stride 0 along the
+    reduced dims); a row node must see them in the same order (a reshape).
+    """
+    view = View.hbm("row", root.type.shape, root.type.dtype)
+    for n in chain:
+        view = _through(view, n)
+    if view is None or tuple(view.shape) != tuple(out_shape) or view.offset != 0:
+        return False
+    if tuple(out_shape) != tuple(g.space):
+        return view.is_contiguous()
+    kept = contiguous_strides([s for d, s in enumerate(g.space) if d not in g.reduce_dims])
+    it = iter(kept)
+    expected = [0 if d in g.reduce_dims else next(it) for d in range(len(g.space))]
+    return all(s == e for s, e, n in zip(view.strides, expected, g.space) if n != 1)
+
+
+def _row_fits(nodes: list, row_ids: set, space, dims, producer, sbuf_bytes: int) -> bool:
+    """Whether whole rows fit SBUF with ``nodes`` in one row-wise group: an upper bound of the tile
+    loop's bytes per element (a buffer per full-space node, operand and temporary; row values are
+    per row, not per element, and are left out)."""
+    members = {id(n) for n in nodes}
+    full = [n for n in nodes if id(n) not in row_ids]
+    operands = set()
+    for n in full:
+        for v in n.inputs:
+            root, _ = view_chain(v, producer)
+            if id(producer.get(v.id)) not in members and id(producer.get(root.id)) not in members:
+                operands.add(v.id)  # loaded (a row value read back through a view op is not)
+    temps = max([temps_needed(n.op) for n in full] + [4])
+    per_element = 4 * (sum(n.op != "reduce" for n in full) + len(operands) + temps)
+    size = math.prod(space[d] for d in dims)
+    return size * per_element * ROW_FIT_BUFFERS <= ROW_SBUF_FRACTION * sbuf_bytes
+
+
+def partition(nodes: list, folded=(), sbuf_bytes: int = DEFAULT_SBUF_BYTES) -> list[Group]:
+    """Groups in a valid execution order. ``folded``: ids of values known at compile time (leaves);
+    ``sbuf_bytes``: usable SBUF bytes per partition (bounds the rows a row-wise group may hold)."""
     producer = {v.id: n for n in nodes for v in n.outputs}
     position = {id(n): i for i, n in enumerate(nodes)}
     group_of: dict[int, Group] = {}  # id(node) -> group
@@ -120,18 +224,49 @@ def partition(nodes: list, folded=()) -> list[Group]:
                 elif g.kind != "fused" or (node.op == "reduce" and g.reduce_dims not in (None, dims)):
                     continue
                 candidates.append(g)
+            # Row-wise reads: this node reads a group's row values (its reductions, or row nodes')
+            # along the rows they belong to. Such a group can take it when whole rows fit a tile.
+            row_ok: dict[int, bool] = {}  # group id -> every row value of it this node reads is row-wise
+            if node.op != "reduce":
+                out_shape = tuple(node.outputs[0].type.shape)
+                for v in node.inputs:
+                    root, chain = view_chain(v, producer)
+                    p = producer.get(root.id)
+                    if p is None or id(p) not in group_of or root.id in folded:
+                        continue
+                    g = group_of[id(p)]
+                    if root.id in g.row_values:
+                        ok = g.kind == "fused" and _row_read_ok(root, chain, out_shape, g)
+                        row_ok[g.id] = row_ok.get(g.id, True) and ok
+            row_role = {gid for gid, ok in row_ok.items() if ok and tuple(groups[gid].space) != tuple(space)
+                        and math.prod(space) == row_count(groups[gid])}
+            row_cands = [groups[gid] for gid, ok in row_ok.items()
+                         if ok and (gid in row_role or tuple(groups[gid].space) == tuple(space))]
+            # A row node (its shape is the rows') joins the row group alone; a full-space node may also
+            # join the groups of its other operands.
+            candidates = [g for g in row_cands if g.id in row_role] + [g for g in candidates if g not in row_cands] + \
+                [g for g in row_cands if g.id not in row_role]
             # Joining a matmul's epilogue wins over fused groups (those values are loaded instead).
             candidates.sort(key=lambda g: g.kind not in EPILOGUE_KINDS)
             chosen: list[Group] = []
             for g in candidates:
                 if chosen and (g.kind in EPILOGUE_KINDS or chosen[0].kind in EPILOGUE_KINDS):
                     continue  # an epilogue joins one matmul group and never merges groups
-                # Reading g's reduction, or g's value through a view op, needs g complete in HBM first;
-                # another source depending on g would close a cycle.
-                bad = any((n.op == "reduce" or via) and group_of[id(n)] is g for n, via in srcs)
+                if chosen and (chosen[0].id in row_role or g.id in row_role):
+                    continue  # a row node computes per row of one group
+                # Reading g's reduction, or g's value through a view op, needs g complete in HBM first
+                # (unless they are row-wise reads); another source depending on g would close a cycle.
+                bad = any(_bad_read(n, via, g, group_of, row_ok) for n, via in srcs)
                 bad = bad or any(g.id in groups[h].deps for h in src_groups if h != g.id)
                 bad = bad or any(g.id in c.deps or c.id in g.deps for c in chosen)
                 bad = bad or len(g.nodes) + sum(len(c.nodes) for c in chosen) >= MAX_FUSED_NODES
+                if not bad and (row_ok.get(g.id) or g.rowwise or any(c.rowwise or row_ok.get(c.id) for c in chosen)):
+                    members = g.nodes + [n for c in chosen for n in c.nodes] + [node]
+                    row_ids = g.row_nodes.union(*(c.row_nodes for c in chosen))
+                    if g.id in row_role:
+                        row_ids = row_ids | {id(node)}
+                    bad = not (_row_capable(members, g.space, g.reduce_dims or dims)
+                               and _row_fits(members, row_ids, g.space, g.reduce_dims or dims, producer, sbuf_bytes))
                 if not bad:
                     chosen.append(g)
             if chosen:
@@ -147,8 +282,15 @@ def partition(nodes: list, folded=()) -> list[Group]:
                 group_of[id(node)] = target
                 if dims is not None:
                     target.reduce_dims = dims
+                if any(row_ok.get(c.id) for c in chosen):
+                    target.rowwise = True
+                if target.id in row_role:
+                    target.row_nodes.add(id(node))
+                    target.row_values.add(node.outputs[0].id)
             else:
                 target = new_group("fused", node, space=space, reduce_dims=dims)
+            if node.op == "reduce":
+                target.row_values.add(node.outputs[0].id)
         else:
             kind = OP_KINDS.get(node.op)
             if kind is None:
@@ -168,7 +310,19 @@ def partition(nodes: list, folded=()) -> list[Group]:
     return _ordered(list(groups.values()), position)
 
 
+def _bad_read(n, via: bool, g: Group, group_of, row_ok: dict) -> bool:
+    """Whether reading node ``n``'s value (through a view op: ``via``) keeps a node out of ``g``."""
+    if group_of[id(n)] is not g:
+        return False
+    if n.outputs[0].id in g.row_values:
+        return not row_ok.get(g.id, False) and (n.op == "reduce" or via)
+    return n.op == "reduce" or via
+
+
 def _merge(groups, group_of, target: Group, other: Group, position) -> None:
+    target.rowwise = target.rowwise or other.rowwise
+    target.row_nodes |= other.row_nodes
+    target.row_values |= other.row_values
     target.nodes.extend(other.nodes)
     target.nodes.sort(key=lambda n: position[id(n)])
     for n in other.nodes:

@@ -127,8 +127,12 @@ def merge_axes(shape, forms: list[Form], reduced=()) -> list[Axis]:
 
 def plan_tiles(shape, forms: list[Form], reduced=(), *, limit: int, allow_partition_reduce: bool = False,
                partition_reduce_max_kept: int = 2048, reduced_innermost: bool = False, main_form: int = 0,
-               ops_per_tile: int = 1) -> TilePlan:
-    """Plan the tiles of ``shape``; see the module docstring. ``limit`` is the free-size budget."""
+               ops_per_tile: int = 1, whole_reduced: bool = False) -> TilePlan:
+    """Plan the tiles of ``shape``; see the module docstring. ``limit`` is the free-size budget.
+
+    ``whole_reduced``: every tile holds the whole reduced extent of its rows (row-wise groups read a
+    reduction's result in the tile that computed it); the caller makes sure it fits ``limit``.
+    """
     axes = merge_axes(shape, forms, reduced)
     offsets = tuple(f.offset for f in forms)
     zeros = tuple(0 for _ in forms)
@@ -146,6 +150,10 @@ def plan_tiles(shape, forms: list[Form], reduced=(), *, limit: int, allow_partit
     limits = [limit]
     while limits[-1] // 2 >= PIPELINE_MIN_FREE and len(limits) < 4:
         limits.append(limits[-1] // 2)
+    if whole_reduced:
+        row = math.prod(a.size for a in axes if a.reduced)
+        limits = [lim for lim in limits if lim >= row] or [max(limit, row)]
+        reduced_innermost = True
     best = None
     for lim in limits:
         for p, across in candidates:

@@ -43,6 +43,11 @@ def view_form(view: View) -> Form:
 
 @register_lowering("fused")
 def lower_fused(ctx, group) -> None:
+    if group.rowwise:  # reductions finished per tile and read back in it: one pass (``rowwise.py``)
+        from .rowwise import lower_rowwise
+
+        lower_rowwise(ctx, group)
+        return
     nodes = group.nodes
     space = tuple(group.space)
     produced = {v.id for n in nodes for v in n.outputs}
