@@ -88,8 +88,10 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | Non
 
         return compile_graph
 
+    # Argument mutations stay in the graph (copy_ nodes): the NEFF writes them in place where it can.
     backend = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                           inference_compiler=compiler("inference"), decompositions=decompositions())
+                           inference_compiler=compiler("inference"), decompositions=decompositions(),
+                           keep_inference_input_mutations=True)
     # Attention traces as matmul/softmax: the fused CPU kernel's backward has no StableHLO lowering.
     with sdpa_math():
         return backend(gm, example_inputs)

@@ -14,7 +14,7 @@ import functools
 import hashlib
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from neuron_sim.neff import cache_key
@@ -24,7 +24,7 @@ from ..compiled.cache import code_fingerprint
 from ..compiled.dtypes import sim_dtype, torch_dtype
 
 METADATA_KEY = "torch_neuronx.graph"
-METADATA_VERSION = 1
+METADATA_VERSION = 2
 
 
 @dataclass
@@ -40,10 +40,13 @@ class GraphNeff:
     neff: object
     in_nbytes: list[int]
     outputs: list[OutputBuffer]
+    # (output j, input i or None): outputs that may be written into their mutated argument's memory
+    in_place: list = field(default_factory=list)
 
     def metadata(self) -> dict:
         return {"version": METADATA_VERSION, "in_nbytes": self.in_nbytes,
-                "outputs": [[list(o.shape), list(o.strides), sim_dtype(o.dtype), o.nbytes] for o in self.outputs]}
+                "outputs": [[list(o.shape), list(o.strides), sim_dtype(o.dtype), o.nbytes] for o in self.outputs],
+                "in_place": [[j, i] for j, i in self.in_place]}
 
     @classmethod
     def from_neff(cls, neff) -> GraphNeff:
@@ -51,7 +54,8 @@ class GraphNeff:
         if not isinstance(meta, dict) or meta.get("version") != METADATA_VERSION:
             raise ValueError(f"NEFF {neff.program.name!r} has no {METADATA_KEY} metadata of version {METADATA_VERSION}")
         outputs = [OutputBuffer(tuple(s), tuple(st), torch_dtype(d), int(n)) for s, st, d, n in meta["outputs"]]
-        return cls(neff, [int(n) for n in meta["in_nbytes"]], outputs)
+        in_place = [(int(j), None if i is None else int(i)) for j, i in meta["in_place"]]
+        return cls(neff, [int(n) for n in meta["in_nbytes"]], outputs, in_place)
 
 
 def graph_key(code: str, specs: list, out_layouts: list, arch: str) -> str:

@@ -12,6 +12,11 @@ A graph AOTAutograd hands the backend computes mostly on ``neuron`` tensors, but
 * **random nodes** (``rand``, ``bernoulli``) draw from the device's generator before the launch,
   in graph order, as eager draws them, and enter the NEFF as inputs: a NEFF holds no random
   number generator, and this keeps compiled and eager runs on the same random stream.
+* **input mutations** (``copy_(argument, new value)`` at the end of a graph: AOTAutograd keeps
+  them in the graph, ``keep_inference_input_mutations``; an optimizer step updating parameters and
+  states): the NEFF writes the new value straight into the argument's memory where that is safe
+  (``runtime``), else the value is copied into it after the launch. A host argument's mutation
+  runs on the host after the launch.
 * everything else is the **device graph**, compiled into one NEFF.
 """
 
@@ -26,6 +31,7 @@ from torch import fx
 from .errors import unsupported
 
 ARG, HOST, RANDOM, CONSTANT, DEVICE, DROPOUT = "arg", "host", "random", "constant", "device", "dropout"
+MUTATION = "mutation"
 
 # Random ops whose tensor argument only gives the result's shape, dtype and device: they can be
 # drawn before the launch even when that argument is computed inside the graph.
@@ -50,6 +56,13 @@ def is_dropout(node: fx.Node) -> bool:
     return train is not False and isinstance(p, (int, float)) and 0 < p < 1
 
 
+def is_input_mutation(node: fx.Node) -> bool:
+    """``copy_(placeholder, value)``: AOTAutograd's write of a mutated argument's new value."""
+    return (node.op == "call_function" and node.target is torch.ops.aten.copy_.default
+            and isinstance(node.args[0], fx.Node) and node.args[0].op == "placeholder"
+            and isinstance(node.args[1], fx.Node) and not node.kwargs.get("non_blocking", False))
+
+
 def is_random(node: fx.Node) -> bool:
     return (node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
             and torch.Tag.nondeterministic_seeded in node.target.tags)
@@ -71,6 +84,7 @@ class Partition:
     kind: dict = field(default_factory=dict)  # node -> ARG / HOST / RANDOM / CONSTANT / DEVICE / DROPOUT
     device_outputs: list = field(default_factory=list)  # device nodes the NEFF writes, in output order
     input_views: dict = field(default_factory=dict)  # output node -> (placeholder, view nodes to replay)
+    mutations: dict = field(default_factory=dict)  # copy_ node -> (placeholder it writes, node of the new value)
 
     def nodes_of(self, kind: str) -> list[fx.Node]:
         return [n for n in self.gm.graph.nodes if self.kind.get(n) == kind]
@@ -96,6 +110,12 @@ def partition(gm: fx.GraphModule) -> Partition:
             kind[node] = CONSTANT
         elif node.op != "call_function":
             raise unsupported(node, f"an FX {node.op} node (AOTAutograd graphs hold ATen calls only)")
+        elif is_input_mutation(node):
+            target = node.args[0]
+            if any(u.op != "output" for u in node.users):
+                raise unsupported(node, "a graph that reads an argument after writing it")
+            kind[node] = MUTATION
+            part.mutations[node] = (target, node.args[1])
         elif node.target is operator.getitem and kind.get(node.args[0]) in (HOST, RANDOM):
             kind[node] = kind[node.args[0]]
         elif is_dropout(node):
@@ -116,7 +136,8 @@ def partition(gm: fx.GraphModule) -> Partition:
         chain = _view_chain_to_argument(out, kind)
         if chain is not None:
             part.input_views[out] = chain
-    part.device_outputs = list(dict.fromkeys(o for o in outputs if kind.get(o) == DEVICE and o not in part.input_views))
+    written = [*outputs, *(value for _target, value in part.mutations.values())]
+    part.device_outputs = list(dict.fromkeys(o for o in written if kind.get(o) == DEVICE and o not in part.input_views))
     return part
 
 

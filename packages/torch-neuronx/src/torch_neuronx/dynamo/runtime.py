@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import operator
 import time
+from collections import Counter
 
 import torch
 from torch import fx
@@ -29,8 +30,9 @@ from ..ops import fallback, kernels
 from . import metrics
 from .errors import NeuronCompileError
 from .graph_cache import CACHE, GraphNeff, OutputBuffer, graph_key
+from .input_mutation import in_place_outputs
 from .lowering import DeviceModule, device_module, output_perm, to_graph
-from .partition import CONSTANT, DROPOUT, HOST, RANDOM, partition
+from .partition import ARG, CONSTANT, DROPOUT, HOST, RANDOM, partition
 
 _MASK_ALIGN = 64  # bytes between the masks packed into one upload
 
@@ -57,6 +59,8 @@ class CompiledGraph:
                            if n.op == "call_function" and self.part.kind.get(n) in (HOST, RANDOM, DROPOUT)]
         self.placeholder_index = {n: i for i, n in enumerate(self.part.placeholders)}
         self.out_layouts = [self._layout(n.meta["val"]) for n in self.dm.outputs]
+        self.mutation_candidates = self._mutation_candidates()
+        self.mutated = {target for target, _value in self.part.mutations.values()}
         self._variants: dict[tuple, GraphNeff] = {}
         self._constants: dict[str, torch.Tensor] = {}
         self.device = next((t.device for t in example_inputs if isinstance(t, torch.Tensor) and t.device.type == "neuron"),
@@ -67,6 +71,20 @@ class CompiledGraph:
             metrics.record(metrics.GraphRecord(name, kind, self.ops, "host", 0.0))
 
     # -- compile ---------------------------------------------------------------------------
+    def _mutation_candidates(self) -> list[tuple[int, int | None]]:
+        """(NEFF output j, device-graph input i or None) for each device argument the graph
+        overwrites with output j: written in place when ``input_mutation`` finds it safe."""
+        out_index = {n: j for j, n in enumerate(self.dm.outputs)}
+        source_index = {src.ref: i for i, src in enumerate(self.dm.sources) if src.kind == "arg"}
+        values = [value for _target, value in self.part.mutations.values()]
+        candidates = []
+        for target, value in self.part.mutations.values():
+            if (self.part.kind.get(target) != ARG or value not in out_index or values.count(value) > 1
+                    or value in self.part.outputs):
+                continue  # a user output would alias the argument, or one value written twice
+            candidates.append((out_index[value], source_index.get(self.placeholder_index[target])))
+        return candidates
+
     @staticmethod
     def _layout(value: torch.Tensor) -> tuple:
         shape, perm = tuple(value.shape), output_perm(value)
@@ -93,7 +111,8 @@ class CompiledGraph:
 
         started = time.perf_counter()
         arch = _state.bridge().runtime.config.arch
-        key = graph_key(self.dm.gm.code, list(specs), [lay[:3] for lay in self.out_layouts], arch.name)
+        key = graph_key(self.dm.gm.code + repr(self.mutation_candidates), list(specs),
+                        [lay[:3] for lay in self.out_layouts], arch.name)
         entry, where = CACHE.get(key)
         if entry is None:
             graph = to_graph(self.dm, list(specs), [lay[3] for lay in self.out_layouts], self.name, self.gm)
@@ -104,7 +123,8 @@ class CompiledGraph:
                                          graph=self.name) from None
             outputs = [OutputBuffer(shape, strides, dtype, storage_span(shape, strides) * _itemsize(dtype))
                        for shape, strides, dtype, _ in self.out_layouts]
-            entry = GraphNeff(neff, [storage_span(s, st) * _itemsize(d) for s, st, d in specs], outputs)
+            in_place = in_place_outputs(graph, self.mutation_candidates, list(specs))
+            entry = GraphNeff(neff, [storage_span(s, st) * _itemsize(d) for s, st, d in specs], outputs, in_place)
             CACHE.put(key, entry)
             where = "compiled"
         self._variants[specs] = entry
@@ -123,24 +143,31 @@ class CompiledGraph:
             self._upload_host_values(inputs)
             specs = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in inputs)
             entry = self._variants.get(specs) or self._variant(specs)
-            for node, tensor in zip(self.dm.outputs, self._launch(entry, inputs)):
+            results, written = self._launch(entry, inputs, args)
+            for node, tensor in zip(self.dm.outputs, results):
                 values[node] = tensor
+        else:
+            written = set()
         for node, (base, chain) in self.part.input_views.items():
             t = args[self.placeholder_index[base]]
             for view in chain:
                 t = view.target(t, *view.args[1:], **view.kwargs)
             values[node] = t
-        out = []
-        for node in self.part.outputs:
-            if node is None or not isinstance(node, fx.Node):
-                out.append(node)
-            elif node in self.dm.passthrough:
-                out.append(inputs[self.dm.passthrough[node]])
-            elif node in values:
-                out.append(values[node])
-            else:
-                out.append(args[self.placeholder_index[node]])
-        return out
+
+        def result(node):
+            if node in self.dm.passthrough:
+                return inputs[self.dm.passthrough[node]]
+            if node in values:
+                return values[node]
+            if node in self.part.mutations:  # copy_ returns the argument it wrote
+                node = self.part.mutations[node][0]
+            return args[self.placeholder_index[node]]
+
+        # Mutations the NEFF did not write in place: copied in after the launch (queue order).
+        for target, value in self.part.mutations.values():
+            if value not in written:
+                args[self.placeholder_index[target]].copy_(result(value))
+        return [node if node is None or not isinstance(node, fx.Node) else result(node) for node in self.part.outputs]
 
     def _run_pre_launch(self, args: list) -> dict:
         values: dict = {}
@@ -208,7 +235,8 @@ class CompiledGraph:
                 self._constants[name] = getattr(self.gm, name).to(self._device(args))
             return self._constants[name]
         if src.ref.op == "placeholder":  # a host argument (a CPU scalar tensor)
-            return args[self.placeholder_index[src.ref]]
+            t = args[self.placeholder_index[src.ref]]
+            return t.clone() if src.ref in self.mutated else t  # its old value, whatever the upload's timing
         return values[src.ref]  # host values are uploaded together (_upload_host_values)
 
     def _upload_host_values(self, inputs: list) -> None:
@@ -234,17 +262,41 @@ class CompiledGraph:
             self.device = torch.device("neuron", _state.shim().current_device())
         return self.device
 
-    def _launch(self, entry: GraphNeff, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    def _launch(self, entry: GraphNeff, inputs: list[torch.Tensor], args: list) -> tuple[list[torch.Tensor], set]:
+        """(the NEFF's outputs, the mutation values it wrote straight into their arguments)."""
         numpy_bytes = _state.bridge().numpy_bytes
         device = self.device
         buffers = {f"in{i}": numpy_bytes(t.data_ptr(), n) for i, (t, n) in enumerate(zip(inputs, entry.in_nbytes))}
+        in_place = self._in_place_targets(entry, inputs, args)
         results = []
         for j, spec in enumerate(entry.outputs):
-            out = torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device)
+            out = in_place.get(j)
+            if out is None:
+                out = torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device)
             buffers[f"out{j}"] = numpy_bytes(out.data_ptr(), spec.nbytes)
             results.append(out)
         _state.current_queue(device.index).launch(entry.neff, buffers, name=self.name, context=f"torch.compile graph {self.name}")
-        return results
+        return results, {self.dm.outputs[j] for j in in_place}
+
+    def _in_place_targets(self, entry: GraphNeff, inputs: list[torch.Tensor], args: list) -> dict:
+        """Output j -> the argument it overwrites, for the outputs the NEFF may write in place:
+        the argument has the output's layout and shares its memory with no other input or
+        in-place output (``input_mutation``)."""
+        if not entry.in_place:
+            return {}
+        by_value = {value: target for target, value in self.part.mutations.values()}
+        targets = {}
+        for j, i in entry.in_place:
+            t = args[self.placeholder_index[by_value[self.dm.outputs[j]]]]
+            spec = entry.outputs[j]
+            if (t.device == self.device and t.dtype == spec.dtype and tuple(t.shape) == spec.shape
+                    and tuple(t.stride()) == spec.strides and (i is None or inputs[i] is t)):
+                targets[j] = (t, i)
+        readers = Counter(t.untyped_storage().data_ptr() for t in inputs)
+        writers = Counter(t.untyped_storage().data_ptr() for t, _i in targets.values())
+        # Its own storage: read at most by the target's own input (i), written by it alone.
+        return {j: t for j, (t, i) in targets.items()
+                if readers[t.untyped_storage().data_ptr()] == (i is not None) and writers[t.untyped_storage().data_ptr()] == 1}
 
 
 def _itemsize(dtype: torch.dtype) -> int:
