@@ -18,7 +18,7 @@ from .dtypes import NotLowerable, sim_dtype
 from .empty import EmptyOperand
 from .entry import METADATA_KEY, CompiledOp, OutputSpec
 from .tracing import dense_permutation, graph_for, is_row_major, storage_span
-from .variants import arguments_by_name, functional_variant, mutated_arguments
+from .variants import RUNTIME_SCALARS, arguments_by_name, functional_variant, mutated_arguments, with_argument
 
 
 def _meta(x):
@@ -60,6 +60,11 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     if functional is None:
         raise NotLowerable(f"{op} writes {mutated} and has no functional overload")
     drop = set(mutated) if mutated and not op._schema.name.endswith("_") else set()  # out= arguments
+    runtime = RUNTIME_SCALARS.get(functional)
+    if runtime is not None and not isinstance(arguments_by_name(op, args, kwargs).get(runtime[0]), torch.Tensor):
+        runtime = None  # the Scalar is a compile-time constant in this call
+    if runtime is not None:
+        functional = runtime[1]
     flat, spec = tree_flatten((args, {n: v for n, v in kwargs.items() if n not in drop}))
     positions = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor) and x.device.type != "cpu"]
     specs = [(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
@@ -67,6 +72,8 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     _probe_cpu_dtype_support(op, args, kwargs, specs)
     meta_args = tuple(_meta_tree(a) for a in args)
     meta_kwargs = {n: _meta_tree(v) for n, v in kwargs.items()}
+    if runtime is not None:  # the meta kernel takes a number where the call holds a 0-d input
+        meta_args, meta_kwargs = with_argument(op, meta_args, meta_kwargs, runtime[0], 1.0)
     try:
         meta_result = op(*meta_args, **meta_kwargs)  # out= tensors are resized here, as CPU would
     except (NotImplementedError, RuntimeError) as err:

@@ -17,7 +17,9 @@ Options (docs/environment.md):
 from __future__ import annotations
 
 import os
+import threading
 import warnings
+from collections import OrderedDict
 
 import torch
 from torch.utils._pytree import tree_flatten
@@ -31,7 +33,7 @@ from .dtypes import NotLowerable
 from .empty import EmptyOperand, run_without_kernel
 from .launch import launch
 from .signature import call_signature
-from .variants import mutated_arguments, scalar_overload
+from .variants import RUNTIME_SCALARS, arguments_by_name, functional_variant, mutated_arguments, scalar_overload, with_argument
 
 BACKEND_ENV = "TORCH_NEURONX_EAGER_BACKEND"
 STRICT_ENV = "TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS"
@@ -45,7 +47,7 @@ class CompileFailedWarning(UserWarning):
 class OpFacts:
     """What the hit path needs to know about an op, computed on its first call."""
 
-    __slots__ = ("refused", "name", "written", "out_names", "tensor_args")
+    __slots__ = ("refused", "name", "written", "out_names", "tensor_args", "runtime_scalar")
 
     def __init__(self, op):
         self.name = op._schema.name
@@ -57,6 +59,9 @@ class OpFacts:
         self.tensor_args = [(i, a.name) for i, a in enumerate(op._schema.arguments) if str(a.type) == "Tensor"]
         # out= overloads: the written arguments are results only (in-place ones are read too).
         self.out_names = frozenset() if self.name.endswith("_") else frozenset(n for _, n in self.written)
+        # The float Scalar argument passed as a 0-d device input rather than compiled in.
+        functional = functional_variant(op) if self.written else op
+        self.runtime_scalar = RUNTIME_SCALARS[functional][0] if functional in RUNTIME_SCALARS else None
 
     def written_tensors(self, args, kwargs) -> list[torch.Tensor]:
         out = []
@@ -70,6 +75,7 @@ class OpFacts:
 
 
 _FACTS: dict = {}
+_SCALARS_LOCK = threading.Lock()
 
 
 # Ops that write an argument their schema does not mark as written (the running statistics of
@@ -111,6 +117,8 @@ def neuron_kernel(op, *args, **kwargs):
             return neuron_kernel(scalar_op, *args, **kwargs)
         # No Scalar overload (mul.out): a host 0-dim tensor promotes as the number does.
         args, kwargs = _numbers_as_host_scalars(facts, args, kwargs)
+    if facts.runtime_scalar is not None:
+        args, kwargs = _runtime_scalar(op, facts.runtime_scalar, args, kwargs)
     try:
         key, tensors = call_signature(args, kwargs, facts.out_names)
     except EmptyOperand:
@@ -146,6 +154,41 @@ def neuron_kernel(op, *args, **kwargs):
         if result is not None:
             return result
     return launch(entry, op, tensors, targets, device)
+
+
+def _runtime_scalar(op, name: str, args, kwargs):
+    """The float Scalar ``name`` of a call over float32 neuron tensors as a 0-d device tensor."""
+    value = arguments_by_name(op, args, kwargs).get(name)
+    if type(value) is not float:
+        return args, kwargs
+    tensors = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor)]
+    if not tensors or any(t.dtype != torch.float32 or t.device.type != "neuron" for t in tensors):
+        return args, kwargs
+    scalar = _device_scalar(value, tensors[0].device)
+    return with_argument(op, args, kwargs, name, scalar)
+
+
+_SCALARS: OrderedDict = OrderedDict()  # (device, stream, fp32 bits) -> 0-d device tensor
+_SCALARS_KEPT = 256
+
+
+def _device_scalar(value: float, device: torch.device) -> torch.Tensor:
+    """A 0-d float32 tensor holding ``value`` on ``device``, uploaded once per value and stream
+    (an optimizer step uploads its step size once for all its parameters). Kept per stream so
+    every reader is ordered after the upload."""
+    host = torch.tensor(value, dtype=torch.float32)
+    key = (device.index, _state.shim().current_stream_id(device.index), host.view(torch.int32).item())
+    with _SCALARS_LOCK:
+        found = _SCALARS.get(key)
+        if found is not None:
+            _SCALARS.move_to_end(key)
+            return found
+    uploaded = host.to(device)
+    with _SCALARS_LOCK:
+        _SCALARS[key] = uploaded
+        if len(_SCALARS) > _SCALARS_KEPT:
+            _SCALARS.popitem(last=False)
+    return uploaded
 
 
 def _without_kernel(op, facts, args, kwargs):

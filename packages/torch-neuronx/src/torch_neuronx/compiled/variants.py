@@ -74,6 +74,15 @@ def arguments_by_name(op, args, kwargs) -> dict:
     return values
 
 
+def with_argument(op, args, kwargs, name: str, value):
+    """``args, kwargs`` of a call of ``op`` with argument ``name`` set to ``value``."""
+    positional = [a.name for a in op._schema.arguments if not a.kwarg_only]
+    if name in positional and positional.index(name) < len(args):
+        i = positional.index(name)
+        return (*args[:i], value, *args[i + 1:]), kwargs
+    return args, {**kwargs, name: value}
+
+
 @functools.cache
 def scalar_overload(op, names: tuple[str, ...]):
     """The overload of ``op``'s name that takes Scalars for the Tensor arguments ``names``
@@ -88,3 +97,28 @@ def scalar_overload(op, names: tuple[str, ...]):
         if [(a.name, str(a.type)) for a in candidate._schema.arguments] == wanted:
             return candidate
     return None
+
+
+def _addcdiv(self, tensor1, tensor2, value=1):
+    return self + value * tensor1 / tensor2  # CPU's kernel: self + value * t1 / t2, in this order
+
+
+def _addcmul(self, tensor1, tensor2, value=1):
+    # CPU's kernel: fma(value * t1, t2, self) - one rounding for the last multiply-add, where
+    # this has two (as the compiled op with a constant value has): equal to float32 tolerance.
+    return self + value * tensor1 * tensor2
+
+
+# Scalars that change from call to call in a training loop (Adam's step size and bias
+# correction, a scheduled learning rate): compiled in as constants, every new value compiled a
+# new NEFF - every step. For these functional ops a float Scalar argument can instead be a 0-d
+# float32 *input*; the op is then computed from tensors as these forms do (each the op's own
+# Tensor overload, or CPU's order of operations). Only for float32 operands: CPU computes
+# reduced-precision addcdiv in fp32 and rounds once, which a chain of bf16 ops would not.
+RUNTIME_SCALARS: dict = {
+    torch.ops.aten.div.Scalar: ("other", lambda self, other: torch.ops.aten.div.Tensor(self, other)),
+    torch.ops.aten.mul.Scalar: ("other", lambda self, other: torch.ops.aten.mul.Tensor(self, other)),
+    torch.ops.aten.lerp.Scalar: ("weight", lambda self, end, weight: torch.ops.aten.lerp.Tensor(self, end, weight)),
+    torch.ops.aten.addcdiv.default: ("value", _addcdiv),
+    torch.ops.aten.addcmul.default: ("value", _addcmul),
+}

@@ -1,0 +1,49 @@
+"""Float scalars that change every call (Adam's step size and bias correction, a scheduled
+learning rate) are 0-d inputs of the compiled op, not constants: a training loop stops compiling
+after its first step, and results keep CPU's."""
+
+from __future__ import annotations
+
+import torch
+from tnx_helpers import assert_equal
+from torch_neuronx.compiled.cache import CACHE
+
+
+def _inputs():
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(5, 7, generator=g), torch.randn(5, 7, generator=g), torch.rand(5, 7, generator=g) + 0.5
+
+
+def test_new_values_reuse_one_neff_with_cpus_results(neuron):
+    x, t1, t2 = _inputs()
+    xd, t1d, t2d = x.to(neuron), t1.to(neuron), t2.to(neuron)
+    (xd / 0.25).cpu(), torch.addcdiv(xd, t1d, t2d, value=0.5).cpu()
+    entries = len(CACHE._memory)
+    for v in (0.3, -1.7, 2.5e-3, 1e6):
+        assert_equal(xd / v, x / v)
+        assert_equal(torch.addcdiv(xd, t1d, t2d, value=v), torch.addcdiv(x, t1, t2, value=v))
+        y = xd.clone()
+        y.div_(v).addcdiv_(t1d, t2d, value=v)
+        assert_equal(y, (x / v).addcdiv_(t1, t2, value=v))
+        torch.testing.assert_close(torch.lerp(xd, t1d, v).cpu(), torch.lerp(x, t1, v))
+        torch.testing.assert_close(torch.addcmul(xd, t1d, t2d, value=v).cpu(), torch.addcmul(x, t1, t2, value=v))
+    # div, addcdiv, in-place div_/addcdiv_, lerp, addcmul, clone: compiled once each, whatever the value
+    assert len(CACHE._memory) - entries <= 6
+
+
+def test_adamw_steps_compile_nothing_after_the_first(neuron):
+    from torch_neuronx.testing.gpt import GPT, GPTConfig, batches
+
+    cfg = GPTConfig(vocab=64, d_model=32, n_layers=1, n_heads=2, seq_len=16, dropout=0.0)
+    torch.manual_seed(0)
+    model = GPT(cfg).to(neuron)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    sizes = []
+    for x, y in batches(cfg, 2, 4):
+        loss = model(x.to(neuron), y.to(neuron))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss.item()
+        sizes.append(len(CACHE._memory))
+    assert sizes[1] == sizes[2] == sizes[3]
