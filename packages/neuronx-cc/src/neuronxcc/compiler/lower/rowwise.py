@@ -27,7 +27,7 @@ from neuron_sim.memory.access_pattern import SBUF
 
 from ..emitter import Operand, onchip_dtype
 from ..errors import CompileError
-from ..fusion import view_chain
+from ..fusion import VIEW_OPS, view_chain
 from ..layout import Form, FreeDim, free_limit, plan_tiles
 from ..sbuf import Scope, broadcast, tile_ap
 from ..views import View
@@ -36,6 +36,15 @@ from .elementwise_ops import lower_node, temps_needed
 from .tiles import TileCtx
 
 BUFFERS = 3
+# Rows at least this long get a partition each (tile = [128 rows, row]): row values are then [P, 1]
+# columns, so the ops that read them are tensor_scalar (per-partition operand) rather than
+# tensor_tensor over a stride-0 pattern, and a block of 128 rows is a tile the loop can pipeline.
+ROW_COLUMN_MIN = 256
+# Shorter rows: several per partition, but at least this many tiles when the tensor allows it - a
+# one-pass loop is compute-bound, and the first load and last store only overlap work of other tiles
+# (the planner's cost model sees DMA fixed costs, not that).
+MIN_TILES = 8
+MIN_FREE = 512  # ... but never tiles so small that per-instruction fixed costs dominate
 
 
 def row_form(view: View, space, dims) -> tuple[Form, View]:
@@ -76,7 +85,8 @@ def lower_rowwise(ctx, group) -> None:
                 row_reads[v.id] = root.id
             else:
                 leaves.append((v, is_row[id(n)]))
-    stored = ctx.stored_values(group)
+    # Row values read back in the group through view ops (reshape, broadcast) stay on chip.
+    stored = [v for v in ctx.stored_values(group) if _read_outside(ctx, v, members)]
     stores = [v for v in stored if v.id not in group.row_values]
     row_stores = [v for v in stored if v.id in group.row_values]
     reductions = [n for n in nodes if n.op == "reduce"]
@@ -119,6 +129,11 @@ def lower_rowwise(ctx, group) -> None:
     limit = free_limit(ctx.arch, per_element, buffers=buffers)
     if limit < row:
         raise CompileError("compile.internal", f"a row of {row} elements does not fit SBUF in a row-wise group")
+    if row >= ROW_COLUMN_MIN:
+        limit = row
+    else:
+        per_partition = -(-math.prod(space) // 128)
+        limit = min(limit, max(row, max(per_partition // MIN_TILES, MIN_FREE) // row * row))
     plan = plan_tiles(space, forms, dims, limit=limit, main_form=main, ops_per_tile=len(nodes), whole_reduced=True)
     if not all(b.first and b.last and not b.part_reduced for b in plan.boxes):
         raise CompileError("compile.internal", "row-wise group planned with rows split over tiles")
@@ -189,6 +204,19 @@ def lower_rowwise(ctx, group) -> None:
     ctx.group_log.append({"kind": "fused", "ops": [n.op for n in nodes], "shape": list(space), "tiles": len(plan.boxes),
                           "partitions": plan.max_partitions, "free": plan.max_free, "partition_reduce": False,
                           "rowwise": True})
+
+
+def _read_outside(ctx, v, members) -> bool:
+    """Whether ``v`` is a graph output or read (through view ops) by a node outside the group."""
+    if v.id in ctx.output_names:
+        return True
+    for c in ctx.consumers[v.id]:
+        if c.op in VIEW_OPS:
+            if _read_outside(ctx, c.outputs[0], members):
+                return True
+        elif id(c) not in members:
+            return True
+    return False
 
 
 def _kept_operand(dtype: str, ap: AccessPattern, kept_counts) -> Operand:
