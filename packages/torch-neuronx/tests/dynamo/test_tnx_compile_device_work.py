@@ -122,3 +122,25 @@ def test_mutation_of_a_host_scalar_runs_on_the_host():
     assert step.item() == 3.0
     torch.testing.assert_close(x.cpu(), torch.full((4,), 6.0))
     assert torch_neuronx.compile_metrics()["graphs"]
+
+
+def test_batchnorm_running_stats_updated_by_compiled_training_graph():
+    """A training forward's buffer mutations (running statistics, under no_grad) are in the graph
+    too: written by the NEFF, eager's values."""
+
+    def run(compiled: bool):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 2)).to("neuron")
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        f = torch.compile(m, backend="neuron") if compiled else m
+        x = torch.randn(6, 8).to("neuron")
+        for _ in range(3):
+            opt.zero_grad()
+            f(x).square().mean().backward()
+            opt.step()
+        return [t.detach().cpu() for t in (*m.parameters(), *m.buffers())]
+
+    for got, expected in zip(run(True), run(False)):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
