@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import IndexOutOfBoundsError, ValidationError
 from ..isa import ops as alu
+from .blas import one_blas_thread
 from .ir import TensorType
 
 
@@ -408,7 +409,8 @@ def _dot_eval(arrays, attrs, out_types):
     nk = math.prod(lhs.shape[d] for d in lc)
     m = math.prod(lhs.shape[d] for d in lfree)
     n = math.prod(rhs.shape[d] for d in rfree)
-    out = np.matmul(L.reshape(nb, m, nk), R.reshape(nb, nk, n))
+    with one_blas_thread():
+        out = np.matmul(L.reshape(nb, m, nk), R.reshape(nb, nk, n))
     return [dtypes.convert(out.reshape(out_types[0].shape), out_types[0].dtype)]
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import ExecutionError, NeuronSimError, ValidationError
 from . import ops as graph_ops
+from .blas import one_blas_thread
 from .ir import Graph
 
 _F32 = np.dtype(np.float32)
@@ -300,7 +301,8 @@ def _dot_into(arrays, attrs, out: np.ndarray) -> None:
     nk = math.prod(lhs.shape[d] for d in lc)
     m = math.prod(lhs.shape[d] for d in lfree)
     n = math.prod(rhs.shape[d] for d in rfree)
-    np.matmul(L.reshape(nb, m, nk), R.reshape(nb, nk, n), out=out.reshape(nb, m, n))
+    with one_blas_thread():
+        np.matmul(L.reshape(nb, m, nk), R.reshape(nb, nk, n), out=out.reshape(nb, m, n))
 
 
 def plan_of(graph: Graph) -> Plan:
