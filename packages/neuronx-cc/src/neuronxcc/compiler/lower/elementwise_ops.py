@@ -154,7 +154,9 @@ def binary(tc, node, a: Operand, b: Operand, alu: str, dtype: str, role=None) ->
 
 
 def _tensor_scalar(tc, dst, src, alu, operand, reverse) -> None:
-    engine = tc.em.pick("vector", "scalar") if alu in SCALAR_ENGINE_OPS and not _is_tile(operand) else "vector"
+    # ScalarE takes add/multiply with an immediate or a [P, 1] tile operand (the per-partition scale
+    # and bias of its activation datapath): row-wise groups' "x - mean", "x * rstd" balance there.
+    engine = tc.em.pick("vector", "scalar") if alu in SCALAR_ENGINE_OPS else "vector"
     tc.emit(TensorScalar(dst=dst, src=src, op0=alu, operand0=operand, reverse0=reverse, engine=engine))
 
 

@@ -39,7 +39,7 @@ BUFFERS = 3
 # Rows at least this long get a partition each (tile = [128 rows, row]): row values are then [P, 1]
 # columns, so the ops that read them are tensor_scalar (per-partition operand) rather than
 # tensor_tensor over a stride-0 pattern, and a block of 128 rows is a tile the loop can pipeline.
-ROW_COLUMN_MIN = 256
+ROW_COLUMN_MIN = 128
 # Shorter rows: several per partition, but at least this many tiles when the tensor allows it - a
 # one-pass loop is compute-bound, and the first load and last store only overlap work of other tiles
 # (the planner's cost model sees DMA fixed costs, not that).
