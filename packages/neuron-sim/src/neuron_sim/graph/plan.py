@@ -45,6 +45,7 @@ _UNARY_UFUNCS = {"abs": np.abs, "negate": np.negative, "exp": np.exp, "log": np.
                  "square": np.square}
 # Binary ops that give the same bits when a non-NaN operand is a broadcast scalar.
 _SPLAT_OK = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
+_DIRECT_MIN_ELEMENTS = 1 << 14  # 64 KiB of float32
 
 POOL_MAX_BYTES = 256 << 20
 
@@ -169,8 +170,13 @@ class Plan:
                 continue
             dead = tuple(sorted({v.id for v in node.inputs if last_use[v.id] == i}))
             out = node.outputs[0] if len(node.outputs) == 1 else None
-            direct = (out is not None and out.id in output_names and out.type.dtype == "float32") and output_names[out.id]
+            # Only outputs big enough for the saved copy to outweigh the overlap check at each run
+            # (a tiny op's launch paid ~45 us for it).
+            direct = (out is not None and out.id in output_names and out.type.dtype == "float32"
+                      and out.type.num_elements >= _DIRECT_MIN_ELEMENTS) and output_names[out.id]
             self.steps.append(self._step(node, dead, direct or None))
+        self._direct_names = [step[7] for step in self.steps if step[7] is not None]
+        self._outputs_by_name = {o[1]: o for o in self.outputs}
 
     def _step(self, node, dead, direct):
         op = node.op
@@ -229,7 +235,7 @@ class Plan:
     def _direct_targets(self, buffers) -> dict[str, np.ndarray]:
         """Output buffers results may be written into as they are computed: those overlapping
         no other bound buffer (an in-place op's output is also its input)."""
-        names = [step[7] for step in self.steps if step[7] is not None]
+        names = self._direct_names
         if not names:
             return {}
         spans = []
@@ -243,7 +249,7 @@ class Plan:
             stop = start + buf.nbytes
             if any(s < stop and start < e for s, e, other in spans if other != name):
                 continue
-            out = next(o for o in self.outputs if o[1] == name)
+            out = self._outputs_by_name[name]
             targets[name] = np.ndarray((out[3],), dtype=out[2], buffer=buf).reshape(out[4])
         return targets
 
