@@ -8,7 +8,10 @@ Reports: simulated device time per train step compiled vs eager (target <= 0.5x)
 per step compiled vs eager (target <= 1.0x), cold compile time of the GPT forward+backward vs
 inductor's on CPU (target <= 1.0x; each with a fresh cache), and the losses of both neuron runs.
 
-    python benchmarks/compile_gpt_step.py [--steps 6]
+    python benchmarks/compile_gpt_step.py [--steps 6] [--launches]
+
+``--launches`` also prints the device launches of the last compiled step (count and device time
+per name and kind): what a step spends besides its NEFFs (copies, uploads, CPU fallbacks).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ import warnings
 from _harness import report
 
 
-def run(device: str, steps: int, backend: str | None):
+def run(device: str, steps: int, backend: str | None, launches: list | None = None):
     """(losses, first step seconds, median warm step seconds, median device ms per step or None,
-    first fwd+bwd seconds, median warm fwd+bwd seconds)."""
+    first fwd+bwd seconds, median warm fwd+bwd seconds). ``launches``: gets the device's launch
+    records of the last step."""
     import torch
     from torch_neuronx.testing.gpt import GPT, GPTConfig, batches
 
@@ -38,7 +42,14 @@ def run(device: str, steps: int, backend: str | None):
     opt_step = torch.compile(opt.step, backend=backend) if backend else opt.step
     torch.manual_seed(1)  # dropout masks: the same stream for both neuron runs
     losses, walls, device_ms, fwd_bwd = [], [], [], []
-    for x, y in batches(cfg, 8, steps + 1):
+    trace = None
+    for k, (x, y) in enumerate(batches(cfg, 8, steps + 1)):
+        if launches is not None and k == steps:
+            import torch_neuronx
+
+            torch.neuron.synchronize()
+            trace = torch_neuronx._state.bridge().runtime.device(0).trace
+            handle = trace.subscribe(launches.append)
         if device == "neuron":
             start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
             start.record()
@@ -55,6 +66,8 @@ def run(device: str, steps: int, backend: str | None):
             end.record()
             end.synchronize()
             device_ms.append(start.elapsed_time(end))
+    if trace is not None:
+        trace.unsubscribe(handle)
     return (losses, walls[0], statistics.median(walls[1:]), statistics.median(device_ms[1:]) if device_ms else None,
             fwd_bwd[0], statistics.median(fwd_bwd[1:]))
 
@@ -62,6 +75,7 @@ def run(device: str, steps: int, backend: str | None):
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--launches", action="store_true", help="print the launches of the last compiled step")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     # Caches of this run only: the first compiled step really compiles (neuron and inductor alike).
@@ -74,7 +88,18 @@ def main(argv: list[str]) -> None:
     eager_losses, eager_first, eager_step, eager_ms, _, _ = run("neuron", args.steps, None)
     print(f"(eager neuron: first step {eager_first:.1f} s, warm {eager_step * 1e3:.0f} ms, {eager_ms:.2f} ms device)", flush=True)
     torch._dynamo.reset()
-    compiled_losses, compiled_first, compiled_step, compiled_ms, neuron_fb_first, neuron_fb = run("neuron", args.steps, "neuron")
+    launches = [] if args.launches else None
+    compiled_losses, compiled_first, compiled_step, compiled_ms, neuron_fb_first, neuron_fb = run("neuron", args.steps, "neuron",
+                                                                                                  launches)
+    if launches:
+        per_kind: dict = {}
+        for r in launches:
+            entry = per_kind.setdefault((r.name, r.kind), [0, 0.0])
+            entry[0] += 1
+            entry[1] += r.duration_ns / 1e3
+        print("launches of the last compiled step (count, device us, name, kind):")
+        for (name, kind), (count, us) in sorted(per_kind.items(), key=lambda kv: -kv[1][1]):
+            print(f"  {count:5d} {us:10.1f} us  {name} ({kind})")
     print(f"(compiled neuron: first step {compiled_first:.1f} s, warm {compiled_step * 1e3:.0f} ms, "
           f"{compiled_ms:.2f} ms device)", flush=True)
     metrics = torch_neuronx.compile_metrics()
