@@ -15,7 +15,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 import warnings
 
 from _harness import report
@@ -23,33 +22,16 @@ from _harness import report
 
 def run(device: str, steps: int, adaptive: bool = False):
     """(first step seconds, warm step seconds (median), simulated ms per step or None, losses)."""
-    import torch
     import torch_neuronx
-    from torch_neuronx.testing.gpt import GPT, GPTConfig, batches
+    from torch_neuronx.testing import train_run
 
-    cfg = GPTConfig()
-    torch.manual_seed(0)
-    model = GPT(cfg).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-    walls, device_ms, losses = [], [], []
     torch_neuronx.set_adaptive_eager(adaptive)
-    for x, y in batches(cfg, 8, steps + 1):
-        if device == "neuron":
-            start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
-            start.record()
-        t0 = time.perf_counter()
-        loss = model(x.to(device), y.to(device))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        walls.append(time.perf_counter() - t0)
-        if device == "neuron":
-            end.record()
-            end.synchronize()
-            device_ms.append(start.elapsed_time(end))
-    torch_neuronx.set_adaptive_eager(None)
-    return walls[0], statistics.median(walls[1:]), statistics.median(device_ms[1:]) if device_ms else None, losses
+    try:
+        result = train_run(device, steps + 1)
+    finally:
+        torch_neuronx.set_adaptive_eager(None)
+    device_ms = statistics.median(result.device_ms[1:]) if result.device_ms else None
+    return result.step_seconds[0], statistics.median(result.step_seconds[1:]), device_ms, result.losses
 
 
 def main(argv: list[str]) -> None:

@@ -19,60 +19,35 @@ import ml_dtypes
 import numpy as np
 
 
-def _train(device: str, steps: int, cfg, compiled: bool = False):
-    """(losses, host wall seconds per step after the first, simulated device ms per step)."""
-    import torch
-    from torch_neuronx.testing import GPT
-    from torch_neuronx.testing.gpt import batches
-
-    torch.manual_seed(0)
-    model = GPT(cfg).to(device)
-    step_model = torch.compile(model, backend="neuron") if compiled else model
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    torch.manual_seed(1)  # dropout masks: the same random stream on every device
-    losses, walls, device_ms = [], [], []
-    for x, y in batches(cfg, 8, steps):
-        if device == "neuron":
-            begin, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
-            begin.record()
-        started = time.perf_counter()
-        loss = step_model(x.to(device), y.to(device))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        walls.append(time.perf_counter() - started)
-        if device == "neuron":
-            end.record()
-            device_ms.append(begin.elapsed_time(end))
-    warm = walls[1:] or walls
-    return losses, sum(warm) / len(warm), device_ms
-
-
 def train_demo(steps: int) -> None:
     import torch_neuronx
-    from torch_neuronx.testing import GPTConfig
+    from torch_neuronx.testing import GPTConfig, train_run
 
     cfg = GPTConfig(vocab=256, d_model=128, n_layers=2, n_heads=4, seq_len=64, dropout=0.1)
     print(f"\n== Training a {cfg.n_layers}-layer GPT (d={cfg.d_model}, seq {cfg.seq_len}, batch 8) ==")
     print("  eager: every ATen op compiled by neuronx-cc to its own NEFF (cached), run on the simulated NeuronCore")
     torch_neuronx.clear_op_tracking()
-    cpu = _train("cpu", steps, cfg)
-    eager = _train("neuron", steps, cfg)
+    cpu = train_run("cpu", steps, cfg=cfg, lr=1e-3)
+    eager = train_run("neuron", steps, cfg=cfg, lr=1e-3)
     fallback = torch_neuronx.get_fallback_ops()
     torch_neuronx.reset_compile_metrics()
-    compiled = _train("neuron", steps, cfg, compiled=True)
+    compiled = train_run("neuron", steps, cfg=cfg, lr=1e-3, compile_backend="neuron")
     metrics = torch_neuronx.compile_metrics()
     print(f"  {'step':>4}  {'loss (cpu)':>11}  {'loss (eager)':>12}  {'loss (compiled)':>15}  "
           f"{'device ms (eager)':>17}  {'device ms (compiled)':>20}")
     for i in range(steps):
-        print(f"  {i:>4}  {cpu[0][i]:11.6f}  {eager[0][i]:12.6f}  {compiled[0][i]:15.6f}  "
-              f"{eager[2][i]:17.3f}  {compiled[2][i]:20.3f}")
-    diff = max(abs(a - b) for a, b in zip(cpu[0], eager[0]))
+        print(f"  {i:>4}  {cpu.losses[i]:11.6f}  {eager.losses[i]:12.6f}  {compiled.losses[i]:15.6f}  "
+              f"{eager.device_ms[i]:17.3f}  {compiled.device_ms[i]:20.3f}")
+    diff = max(abs(a - b) for a, b in zip(cpu.losses, eager.losses))
     print(f"  largest loss difference eager vs CPU: {diff:.2e} (fp32 on different hardware: rounding, not bugs)")
-    print(f"  compiled losses equal eager's: {compiled[0] == eager[0]}")
-    print(f"  host wall time per step after the first: cpu {cpu[1] * 1e3:.0f} ms, eager {eager[1] * 1e3:.0f} ms, "
-          f"compiled {compiled[1] * 1e3:.0f} ms")
+    print(f"  compiled losses equal eager's: {compiled.losses == eager.losses}")
+
+    def warm_ms(run):
+        warm = run.step_seconds[1:] or run.step_seconds
+        return sum(warm) / len(warm) * 1e3
+
+    print(f"  host wall time per step after the first: cpu {warm_ms(cpu):.0f} ms, eager {warm_ms(eager):.0f} ms, "
+          f"compiled {warm_ms(compiled):.0f} ms")
     print(f"  torch.compile: {metrics['graphs_compiled']} graphs compiled in {metrics['compile_seconds']:.1f} s, "
           f"{metrics['cache_hits']} cache hits, {metrics['eager_fallbacks']} eager fallbacks")
     print(f"  ops that ran through CPU fallback in eager ({len(fallback)}): {', '.join(fallback) or 'none'}")

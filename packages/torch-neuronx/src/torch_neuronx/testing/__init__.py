@@ -1,5 +1,5 @@
 """Reference models and helpers shared by the demo, the tests and the benchmarks."""
 
-from .gpt import GPT, GPTConfig, train_steps
+from .gpt import GPT, GPTConfig, TrainRun, train_run, train_steps
 
-__all__ = ["GPT", "GPTConfig", "train_steps"]
+__all__ = ["GPT", "GPTConfig", "TrainRun", "train_run", "train_steps"]

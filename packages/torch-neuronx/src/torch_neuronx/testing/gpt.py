@@ -81,19 +81,46 @@ def batches(cfg: GPTConfig, batch: int, steps: int, seed: int = 0):
         yield tokens[:, :-1], tokens[:, 1:]
 
 
-def train_steps(device: str, steps: int = 20, batch: int = 8, cfg: GPTConfig = GPTConfig(), seed: int = 0,
-                lr: float = 3e-4) -> tuple[list[float], float]:
-    """Train a fresh GPT (same initial weights for every device) and return (losses, seconds per step)."""
+@dataclass
+class TrainRun:
+    """One training run, step by step."""
+
+    losses: list[float]
+    step_seconds: list[float]  # host wall time of each step (the first includes compiling)
+    device_ms: list[float]  # simulated NeuronCore time of each step (neuron only)
+
+
+def train_run(device: str, steps: int = 20, batch: int = 8, cfg: GPTConfig = GPTConfig(), seed: int = 0,
+              lr: float = 3e-4, compile_backend: str | None = None) -> TrainRun:
+    """Train a fresh GPT (same initial weights and dropout stream on every device) with AdamW,
+    optionally with its forward compiled by ``torch.compile(backend=compile_backend)``."""
     torch.manual_seed(seed)
     model = GPT(cfg).to(device)
+    step_model = torch.compile(model, backend=compile_backend) if compile_backend else model
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     torch.manual_seed(seed + 1)  # dropout masks: the same stream on every device
-    losses = []
-    start = time.perf_counter()
+    run = TrainRun([], [], [])
+    on_neuron = torch.device(device).type == "neuron"
     for x, y in batches(cfg, batch, steps, seed):
-        loss = model(x.to(device), y.to(device))
+        if on_neuron:
+            begin, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
+            begin.record()
+        start = time.perf_counter()
+        loss = step_model(x.to(device), y.to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        losses.append(loss.item())
-    return losses, (time.perf_counter() - start) / steps
+        run.losses.append(loss.item())
+        run.step_seconds.append(time.perf_counter() - start)
+        if on_neuron:
+            end.record()
+            end.synchronize()
+            run.device_ms.append(begin.elapsed_time(end))
+    return run
+
+
+def train_steps(device: str, steps: int = 20, batch: int = 8, cfg: GPTConfig = GPTConfig(), seed: int = 0,
+                lr: float = 3e-4) -> tuple[list[float], float]:
+    """Train a fresh GPT (same initial weights for every device) and return (losses, seconds per step)."""
+    run = train_run(device, steps, batch, cfg, seed, lr)
+    return run.losses, sum(run.step_seconds) / steps
