@@ -397,20 +397,26 @@ def _dot_infer(types, attrs):
     return [TensorType(shape, attrs.get("dtype", lhs.dtype))]
 
 
-def _dot_eval(arrays, attrs, out_types):
+def dot_operands(arrays, attrs) -> tuple[np.ndarray, np.ndarray]:
+    """A dot_general's operands as fp32 ``[batch, free, contract]`` and ``[batch, contract, free]``
+    (the PE array multiplies in fp32 and accumulates in fp32 PSUM)."""
     lhs, rhs = (f32(a) for a in arrays)
     lb, rb, lc, rc = (tuple(attrs.get(k, ())) for k in ("lhs_batch", "rhs_batch", "lhs_contract", "rhs_contract"))
     lfree = [i for i in range(lhs.ndim) if i not in lb + lc]
     rfree = [i for i in range(rhs.ndim) if i not in rb + rc]
-    # [batch, free, contract] @ [batch, contract, free] in fp32 (the PE array accumulates in fp32 PSUM).
     L = lhs.transpose(list(lb) + lfree + list(lc))
     R = rhs.transpose(list(rb) + list(rc) + rfree)
     nb = math.prod(lhs.shape[d] for d in lb)
     nk = math.prod(lhs.shape[d] for d in lc)
     m = math.prod(lhs.shape[d] for d in lfree)
     n = math.prod(rhs.shape[d] for d in rfree)
+    return L.reshape(nb, m, nk), R.reshape(nb, nk, n)
+
+
+def _dot_eval(arrays, attrs, out_types):
+    L, R = dot_operands(arrays, attrs)
     with one_blas_thread():
-        out = np.matmul(L.reshape(nb, m, nk), R.reshape(nb, nk, n))
+        out = np.matmul(L, R)
     return [dtypes.convert(out.reshape(out_types[0].shape), out_types[0].dtype)]
 
 

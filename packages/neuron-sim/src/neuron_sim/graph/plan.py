@@ -21,7 +21,6 @@ Every other op runs its ``ops.py`` definition unchanged.
 
 from __future__ import annotations
 
-import math
 import sys
 
 import numpy as np
@@ -297,18 +296,9 @@ class Plan:
 
 def _dot_into(arrays, attrs, out: np.ndarray) -> None:
     """``ops._dot_eval`` for an fp32 result, computed into ``out`` (the same matmul call)."""
-    lhs, rhs = (graph_ops.f32(a) for a in arrays)
-    lb, rb, lc, rc = (tuple(attrs.get(k, ())) for k in ("lhs_batch", "rhs_batch", "lhs_contract", "rhs_contract"))
-    lfree = [i for i in range(lhs.ndim) if i not in lb + lc]
-    rfree = [i for i in range(rhs.ndim) if i not in rb + rc]
-    L = lhs.transpose(list(lb) + lfree + list(lc))
-    R = rhs.transpose(list(rb) + list(rc) + rfree)
-    nb = math.prod(lhs.shape[d] for d in lb)
-    nk = math.prod(lhs.shape[d] for d in lc)
-    m = math.prod(lhs.shape[d] for d in lfree)
-    n = math.prod(rhs.shape[d] for d in rfree)
+    L, R = graph_ops.dot_operands(arrays, attrs)
     with one_blas_thread():
-        np.matmul(L.reshape(nb, m, nk), R.reshape(nb, nk, n), out=out.reshape(nb, m, n))
+        np.matmul(L, R, out=out.reshape(L.shape[0], L.shape[1], R.shape[2]))
 
 
 def plan_of(graph: Graph) -> Plan:
