@@ -160,3 +160,13 @@ def test_whole_reduced_plans_keep_rows_in_one_tile():
     plan = plan_tiles(shape, forms, (1,), limit=1024, whole_reduced=True)
     assert all(b.first and b.last and not b.part_reduced for b in plan.boxes)
     assert plan.max_free == 1024 and len(plan.boxes) == 3
+
+
+def test_weights_broadcast_to_every_row_are_loaded_once():
+    # (130, 256): two tiles, the last one of two rows (the held w and b are read on 2 partitions).
+    g = layer_norm((130, 256))
+    program = check(g)
+    assert program.metadata["groups"][0]["tiles"] == 2
+    read, written = _hbm_bytes(program)
+    assert read == 4 * 130 * 256 + 2 * 4 * 128 * 256  # x once; w and b once, on 128 partitions
+    assert written == 4 * 130 * 256

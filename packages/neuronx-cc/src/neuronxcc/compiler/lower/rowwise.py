@@ -138,6 +138,15 @@ def lower_rowwise(ctx, group) -> None:
     if not all(b.first and b.last and not b.part_reduced for b in plan.boxes):
         raise CompileError("compile.internal", "row-wise group planned with rows split over tiles")
 
+    # Leaves every tile reads the same way (w and b of a LayerNorm: one vector broadcast to every
+    # row) are loop-invariant: loaded once, into a buffer of their own, instead of once per tile.
+    first = plan.boxes[0]
+    invariant = {k for k, ((v, per_row), view) in enumerate(zip(leaves, leaf_views))
+                 if not per_row and view.kind == "hbm" and len(plan.boxes) > 1
+                 and first.partitions == plan.max_partitions
+                 and all(b.pattern(k) == first.pattern(k) and b.counts == first.counts for b in plan.boxes)}
+    held = {}
+
     with Scope(ctx.builder) as scope:
         tc = TileCtx(ctx.em, scope, plan.max_free, buffers=buffers, max_kept=plan.max_kept)
         tc.roles = roles
@@ -160,6 +169,12 @@ def lower_rowwise(ctx, group) -> None:
                     tc.counts = kept_counts
                     row_env[v.id] = tc.load(("leaf", v.id), view, kbox, k)
                     tc.counts = full_counts
+                elif k in invariant:
+                    if k not in held:
+                        dtype = onchip_dtype(view.dtype)
+                        tc.rings[(("held", v.id), dtype, SBUF)] = scope.ring(tc.max_free, dtype, 1)
+                        held[k] = tc.load(("held", v.id), view, box, k)
+                    full_env[v.id] = _partitions(held[k], tc.pc)
                 else:
                     full_env[v.id] = tc.load(("leaf", v.id), view, box, k)
             for n in nodes:
@@ -217,6 +232,14 @@ def _read_outside(ctx, v, members) -> bool:
         elif id(c) not in members:
             return True
     return False
+
+
+def _partitions(op: Operand, pc: int) -> Operand:
+    """``op`` on the first ``pc`` partitions (a held tile read by a shorter last tile)."""
+    if op.is_imm or op.ap.partition_count == pc:
+        return op
+    return Operand(op.dtype, ap=replace(op.ap, partition_count=pc),
+                   col=None if op.col is None else replace(op.col, partition_count=pc))
 
 
 def _kept_operand(dtype: str, ap: AccessPattern, kept_counts) -> Operand:
