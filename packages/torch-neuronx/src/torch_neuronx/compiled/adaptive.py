@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 
 import torch
 from neuron_sim.graph import Graph, graph_of
@@ -28,7 +29,7 @@ from neuron_sim.runtime.timing_cache import program_timing
 from .. import _state
 from .cache import CACHE, code_fingerprint
 from .entry import CompiledOp
-from .launch import _writes_in_place
+from .launch import writes_in_place
 
 ENABLE_ENV = "TORCH_NEURONX_ADAPTIVE_EAGER"
 MAX_OPS_ENV = "TORCH_NEURONX_ADAPTIVE_EAGER_MAX_OPS"
@@ -37,7 +38,8 @@ DEFAULT_MAX_OPS = 512
 _override: bool | None = None  # set_adaptive_eager() wins over the environment
 _lock = threading.RLock()
 _runs: dict[tuple[int, int], _Run] = {}
-_fused: dict[tuple, object] = {}  # run signature -> NEFF
+_fused: OrderedDict[tuple, object] = OrderedDict()  # run signature -> NEFF (None: launch its ops one by one)
+_FUSED_KEPT = 1024  # runs remembered in memory (the disk cache keeps the rest)
 stats = {"runs": 0, "ops": 0, "fused_compiles": 0, "dead_outputs": 0, "split_runs": 0}
 
 
@@ -160,7 +162,7 @@ def _writable(run: _Run, entry: CompiledOp, tensors, targets) -> bool:
     wrote it, is rewritten whole."""
     for j, target in enumerate(targets[: len(entry.outputs)]):
         spec = entry.outputs[j]
-        if target.storage_offset() != 0 or not _writes_in_place(entry, j, target, targets, tensors):
+        if target.storage_offset() != 0 or not writes_in_place(entry, j, target, targets, tensors):
             return False
         base = target.untyped_storage().data_ptr()
         if not run.memory_readers.get(base, set()) <= run.in_place_writers.get(base, set()):
@@ -209,9 +211,17 @@ def flush(device_index: int, stream_id: int) -> None:
     if len(run.items) == 1 and len(live) == len(outputs):
         _launch_single(queue, run, live)
         return
-    if signature not in _fused:
-        _fused[signature] = _worth_fusing(_compile(run, live, signature), run)
-    neff = _fused[signature]
+    with _lock:
+        known = signature in _fused
+        if known:
+            _fused.move_to_end(signature)
+            neff = _fused[signature]
+    if not known:
+        neff = _worth_fusing(_compile(run, live, signature), run)  # outside the lock: other streams go on
+        with _lock:
+            _fused[signature] = neff
+            if len(_fused) > _FUSED_KEPT:
+                _fused.popitem(last=False)
     if neff is None:
         _launch_each(queue, run)
         return

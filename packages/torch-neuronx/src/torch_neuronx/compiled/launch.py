@@ -35,7 +35,7 @@ def launch(entry: CompiledOp, op, tensors: list[torch.Tensor], targets: list[tor
     out_names = _names(_OUT_NAMES, "out", len(entry.outputs))
     for j, spec in enumerate(entry.outputs):
         target = targets[j] if targets is not None else None
-        if target is not None and _writes_in_place(entry, j, target, targets, tensors):
+        if target is not None and writes_in_place(entry, j, target, targets, tensors):
             out = target
         else:
             out = torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device)
@@ -55,7 +55,7 @@ def launch(entry: CompiledOp, op, tensors: list[torch.Tensor], targets: list[tor
     return entry.out_spec.unflatten(leaves)
 
 
-def _writes_in_place(entry: CompiledOp, j: int, target, targets, tensors) -> bool:
+def writes_in_place(entry: CompiledOp, j: int, target, targets, tensors) -> bool:
     spec = entry.outputs[j]
     if target.stride() != spec.strides:
         return False
