@@ -17,7 +17,7 @@ from neuron_sim import OutOfMemoryError as SimOutOfMemoryError
 from neuron_sim.runtime import Event as SimEvent
 from neuron_sim.runtime import Runtime
 
-from .compiled import adaptive
+from .compiled import adaptive, dispatch
 from .errors import NeuronOutOfMemoryError
 
 
@@ -115,9 +115,11 @@ class Bridge:
 
     def synchronize_stream(self, device: int, stream_id: int) -> None:
         self.queue(device, stream_id).synchronize()
+        dispatch.forget_device_scalars()
 
     def synchronize_device(self, device: int) -> None:
         adaptive.flush_all()
+        dispatch.forget_device_scalars()
         if device < 0:
             self.runtime.synchronize()
         else:

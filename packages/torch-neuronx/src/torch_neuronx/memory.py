@@ -62,7 +62,11 @@ def reset_accumulated_memory_stats(device=None) -> None:
 
 
 def empty_cache() -> None:
-    """Return the allocator's cached free blocks to the simulated HBM (as torch.cuda.empty_cache)."""
+    """Return the allocator's cached free blocks to the simulated HBM (as torch.cuda.empty_cache),
+    after dropping the compiled ops' kept scalar inputs."""
+    from .compiled import dispatch
+
+    dispatch.forget_device_scalars()
     _state.shim().empty_cache()
 
 

@@ -47,3 +47,16 @@ def test_adamw_steps_compile_nothing_after_the_first(neuron):
         loss.item()
         sizes.append(len(CACHE._memory))
     assert sizes[1] == sizes[2] == sizes[3]
+
+
+def test_kept_scalars_are_dropped_at_synchronize(neuron):
+    import torch_neuronx
+
+    x = torch.randn(64, device=neuron)
+    torch.neuron.synchronize()
+    before = torch_neuronx.memory_allocated(neuron)
+    y = x / 0.123  # its 0-d input holding 0.123 is kept for the next calls
+    del y
+    assert torch_neuronx.memory_allocated(neuron) > before
+    torch.neuron.synchronize()
+    assert torch_neuronx.memory_allocated(neuron) == before

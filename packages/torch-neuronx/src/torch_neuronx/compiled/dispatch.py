@@ -17,7 +17,9 @@ Options (docs/environment.md):
 from __future__ import annotations
 
 import os
+import threading
 import warnings
+from collections import OrderedDict
 
 import torch
 from torch.utils._pytree import tree_flatten
@@ -165,10 +167,38 @@ def _runtime_scalar(op, name: str, args, kwargs):
     return with_argument(op, args, kwargs, name, scalar)
 
 
+_SCALARS: OrderedDict = OrderedDict()  # (device, stream, fp32 bits) -> 0-d device tensor
+_SCALARS_KEPT = 256
+_SCALARS_LOCK = threading.Lock()
+
+
 def _device_scalar(value: float, device: torch.device) -> torch.Tensor:
-    """A 0-d float32 tensor holding ``value`` on ``device``: uploaded for this call (a 4-byte copy)
-    and freed after it, so it never shows in ``memory_allocated()`` after the op."""
-    return torch.tensor(value, dtype=torch.float32).to(device)
+    """A 0-d float32 tensor holding ``value`` on ``device``, uploaded once per value and stream
+    until the next synchronization (an optimizer step uploads its step size once for all its
+    parameters, not once per parameter). Kept per stream, so every reader is ordered after the
+    upload; dropped at ``torch.neuron.synchronize()``, a stream's synchronize and
+    ``torch_neuronx.empty_cache()``, so a synchronized program's ``memory_allocated()`` holds
+    only its own tensors."""
+    host = torch.tensor(value, dtype=torch.float32)
+    key = (device.index, _state.shim().current_stream_id(device.index), host.view(torch.int32).item())
+    with _SCALARS_LOCK:
+        found = _SCALARS.get(key)
+        if found is not None:
+            _SCALARS.move_to_end(key)
+            return found
+    uploaded = host.to(device)
+    with _SCALARS_LOCK:
+        _SCALARS[key] = uploaded
+        if len(_SCALARS) > _SCALARS_KEPT:
+            _SCALARS.popitem(last=False)
+    return uploaded
+
+
+def forget_device_scalars() -> None:
+    """Drop the kept scalar inputs: their memory goes back to the allocator, reused only by work
+    queued after the launches that read them."""
+    with _SCALARS_LOCK:
+        _SCALARS.clear()
 
 
 def _without_kernel(op, facts, args, kwargs):
