@@ -200,18 +200,27 @@ def pipeline(n: int, load, commit, ahead: int = 1) -> None:
 # --- gather / index_add: whole rows ---------------------------------------------------------------------
 
 
-@register_lowering("gather")
-def lower_gather(ctx, group) -> None:
-    (node,) = group.nodes
+def _read_operands(ctx, node):
+    """(source in HBM, indices, destination) of a gather-like node, or None for an empty result
+    (its destination is still placed)."""
     ctx.em.location = node.location or f"<{node.op}>"  # run-time index errors name the op at least
     src_v, idx_v = node.inputs
     out = node.outputs[0]
     dest = ctx.destination(out)
     ctx.views[out.id] = dest
     if out.type.num_elements == 0:
+        return None
+    return hbm_view(ctx, src_v), ctx.resolve(idx_v), dest
+
+
+@register_lowering("gather")
+def lower_gather(ctx, group) -> None:
+    (node,) = group.nodes
+    operands = _read_operands(ctx, node)
+    if operands is None:
         return
-    src = hbm_view(ctx, src_v)
-    idx = ctx.resolve(idx_v)
+    src, idx, dest = operands
+    out = node.outputs[0]
     rank = len(src.shape)
     axis = node.attrs["axis"] % rank
     nidx = len(idx.shape)
@@ -437,15 +446,11 @@ def element_indices(ctx, tc, plan: ElementPlan, idx: View, target: View, offsets
 @register_lowering("take_along_axis")
 def lower_take_along_axis(ctx, group) -> None:
     (node,) = group.nodes
-    ctx.em.location = node.location or f"<{node.op}>"  # run-time index errors name the op at least
-    src_v, idx_v = node.inputs
-    out = node.outputs[0]
-    dest = ctx.destination(out)
-    ctx.views[out.id] = dest
-    if out.type.num_elements == 0:
+    operands = _read_operands(ctx, node)
+    if operands is None:
         return
-    src = hbm_view(ctx, src_v)
-    idx = ctx.resolve(idx_v)
+    src, idx, dest = operands
+    out = node.outputs[0]
     axis = node.attrs["axis"] % len(src.shape)
     plan = ElementPlan(idx.shape, axis, idx, src, [dest])
     chip = _onchip_dtype(src.dtype)
