@@ -17,7 +17,7 @@ from ..ops.fallback import as_cpu_kernel_returns
 from .dtypes import NotLowerable, sim_dtype
 from .empty import EmptyOperand
 from .entry import METADATA_KEY, CompiledOp, OutputSpec
-from .tracing import dense_permutation, graph_for, is_row_major, storage_span
+from .tracing import dense_permutation, graph_for, is_row_major, row_major_strides, storage_span
 from .variants import RUNTIME_SCALARS, arguments_by_name, functional_variant, mutated_arguments, with_argument
 
 
@@ -110,7 +110,7 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         shape, strides = tuple(x.shape), tuple(x.stride())
         perm = None if is_row_major(shape, strides) else dense_permutation(shape, strides)
         if perm is None and not is_row_major(shape, strides):
-            strides = _row_major_strides(shape)  # overlapping or gapped: a contiguous result
+            strides = row_major_strides(shape)  # overlapping or gapped: a contiguous result
         sim_dtype(x.dtype)
         nbytes = storage_span(shape, strides) * x.element_size()
         if nbytes == 0:
@@ -133,7 +133,7 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     neff = compile_graph(graph, arch)
     entry = CompiledOp(
         neff=neff,
-        in_nbytes=[storage_span(s, st) * _itemsize(d) for s, st, d in specs],
+        in_nbytes=[storage_span(s, st) * d.itemsize for s, st, d in specs],
         outputs=outputs,
         none_positions=none_positions,
         out_spec=out_spec,
@@ -231,18 +231,6 @@ def _index_only_values(graph) -> set:
                    for user, pos in uses[v.id]):
                 index_only.add(v.id)
     return index_only
-
-
-def _itemsize(dtype: torch.dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size()
-
-
-def _row_major_strides(shape) -> tuple:
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= max(d, 1)
-    return tuple(reversed(strides))
 
 
 _POINTWISE = {"constant", "iota", "copy"}

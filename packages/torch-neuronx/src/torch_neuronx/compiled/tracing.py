@@ -39,6 +39,15 @@ def is_row_major(shape, strides) -> bool:
     return True
 
 
+def row_major_strides(shape) -> tuple:
+    """The strides of a contiguous tensor of ``shape`` (size-0 dims counted as 1, as torch does)."""
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(strides))
+
+
 def dense_permutation(shape, strides) -> tuple[int, ...] | None:
     """The dim order (outermost first) of a dense, non-overlapping layout, or None if there is none."""
     perm = tuple(sorted(range(len(shape)), key=lambda d: (-strides[d], -shape[d])))

@@ -25,7 +25,7 @@ from torch import fx
 from torch.utils._pytree import tree_map
 
 from .. import _state
-from ..compiled.tracing import storage_span
+from ..compiled.tracing import row_major_strides, storage_span
 from ..ops import fallback, kernels
 from . import metrics
 from .errors import NeuronCompileError
@@ -35,14 +35,6 @@ from .lowering import DeviceModule, device_module, output_perm, to_graph
 from .partition import ARG, CONSTANT, DROPOUT, HOST, RANDOM, partition
 
 _MASK_ALIGN = 64  # bytes between the masks packed into one upload
-
-
-def _row_major(shape) -> tuple:
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= max(d, 1)
-    return tuple(reversed(strides))
 
 
 class CompiledGraph:
@@ -88,7 +80,7 @@ class CompiledGraph:
     @staticmethod
     def _layout(value: torch.Tensor) -> tuple:
         shape, perm = tuple(value.shape), output_perm(value)
-        strides = tuple(value.stride()) if perm is not None or tuple(value.stride()) == _row_major(shape) else _row_major(shape)
+        strides = tuple(value.stride()) if perm is not None or tuple(value.stride()) == row_major_strides(shape) else row_major_strides(shape)
         return shape, strides, value.dtype, perm
 
     def _spec_of_source(self, src, example_inputs) -> tuple:
@@ -100,7 +92,7 @@ class CompiledGraph:
             return tuple(t.shape), tuple(t.stride()), t.dtype
         value = src.ref.meta["val"][1] if src.kind == "mask" else src.ref.meta["val"]
         if src.kind == "host":  # uploaded contiguous
-            return tuple(value.shape), _row_major(value.shape), value.dtype
+            return tuple(value.shape), row_major_strides(value.shape), value.dtype
         return tuple(value.shape), tuple(value.stride()), value.dtype
 
     def _variant(self, specs: tuple) -> GraphNeff:
