@@ -209,7 +209,7 @@ def flush(device_index: int, stream_id: int) -> None:
         for dst, src in run.uploads:
             submit_upload(queue, dst, src)
     if len(run.items) == 1 and len(live) == len(outputs):
-        _launch_single(queue, run, live)
+        _launch_each(queue, run)  # a run of one op whose results all live: its own NEFF, as plain eager
         return
     with _lock:
         known = signature in _fused
@@ -235,18 +235,6 @@ def flush(device_index: int, stream_id: int) -> None:
         buffers[f"y{m}"] = numpy_bytes(storage.data_ptr(), run.items[k][0].outputs[j].nbytes)
     names = ", ".join(entry.name for entry, _, _ in run.items[:6]) + (", ..." if len(run.items) > 6 else "")
     queue.launch(neff, buffers, name="adaptive_eager_run", context=f"{len(run.items)} fused ops on {run.device}: {names}")
-
-
-def _launch_single(queue, run: _Run, live) -> None:
-    """A run of one op whose results all live: its own NEFF, as plain eager launches it."""
-    entry, sources, _ = run.items[0]
-    numpy_bytes = _state.bridge().numpy_bytes
-    buffers = {}
-    for i, (src, nbytes) in enumerate(zip(sources, entry.in_nbytes)):
-        buffers[f"in{i}"] = numpy_bytes(run.externals[src[1]].data_ptr(), nbytes)
-    for j, (_, _, storage) in enumerate(live):
-        buffers[f"out{j}"] = numpy_bytes(storage.data_ptr(), entry.outputs[j].nbytes)
-    queue.launch(entry.neff, buffers, name=entry.name, context=entry.context)
 
 
 def _worth_fusing(neff, run: _Run):
