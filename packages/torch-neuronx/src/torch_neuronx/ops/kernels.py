@@ -51,10 +51,7 @@ def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False)
             queue.submit(worker_task(lambda: dst.copy_(source)), device_time_ns=costs.host_copy_ns(nbytes), name="copy_d2h",
                          kind="copy", context=f"copy {list(self.shape)} {self.device} -> host")
         else:
-            queue.submit(lambda: None, device_time_ns=costs.host_copy_ns(nbytes), name="copy_d2h", kind="copy",
-                         context=f"copy {list(self.shape)} {self.device} -> host")
-            queue.synchronize()  # a blocking read: everything queued before it (and it) is done
-            dst.copy_(source)
+            dst.copy_(_read_now(self, f"copy {list(self.shape)} {self.device} -> host"))
         return dst
     # device -> device
     source = _math_view(host_view(self), self)
@@ -78,11 +75,17 @@ def local_scalar_dense(self: torch.Tensor):
     """``.item()``: wait for the stream, then read the element over the host link - a copy, as
     ``.cpu()`` is, not a CPU kernel."""
     tracking.record("aten::_local_scalar_dense", fallback=False)
-    queue = _queue_of(self)
-    queue.submit(lambda: None, device_time_ns=costs.host_copy_ns(self.element_size()), name="copy_d2h", kind="copy",
-                 context=f"item() of {list(self.shape)} {self.device}")
+    return _read_now(self, f"item() of {list(self.shape)} {self.device}").item()
+
+
+def _read_now(t: torch.Tensor, context: str) -> torch.Tensor:
+    """A blocking read of ``t``: its copy to the host is queued (on the device timeline) and
+    waited for with everything before it; returns the host view of its data."""
+    queue = _queue_of(t)
+    queue.submit(lambda: None, device_time_ns=costs.host_copy_ns(t.numel() * t.element_size()), name="copy_d2h",
+                 kind="copy", context=context)
     queue.synchronize()
-    return _math_view(host_view(self), self).item()
+    return _math_view(host_view(t), t)
 
 
 def copy_from_and_resize(self: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
