@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-import threading
-import weakref
 from collections.abc import Mapping
 
 import numpy as np
 
 from .. import dtypes
 from ..errors import ValidationError
+from .timing_cache import PerProgram
 
-_lock = threading.RLock()
-_cache: dict[int, tuple[weakref.ref, dict[str, np.ndarray]]] = {}
+_cache = PerProgram()
 
 
 def constant_buffers(program) -> dict[str, np.ndarray]:
@@ -33,10 +31,10 @@ def constant_buffers(program) -> dict[str, np.ndarray]:
     entries = (getattr(program, "metadata", None) or {}).get("constants") or {}
     if not entries:
         return {}
-    key = id(program)
-    cached = _cache.get(key)
-    if cached is not None and cached[0]() is program:
-        return cached[1]
+    return _cache.get(program, lambda: _decode(program, entries))
+
+
+def _decode(program, entries) -> dict[str, np.ndarray]:
     decls = {t.name: t for t in program.tensors}
     out = {}
     for name, entry in entries.items():
@@ -55,8 +53,6 @@ def constant_buffers(program) -> dict[str, np.ndarray]:
                 f"{list(decl.shape)} {decl.dtype} ({decl.nbytes} bytes)")
         array = np.frombuffer(raw, dtype=np.uint8)  # bytes are immutable: the array is read-only
         out[name] = array
-    with _lock:
-        _cache[key] = (weakref.ref(program, lambda _ref, key=key: _forget(key, _ref)), out)
     return out
 
 
@@ -70,9 +66,3 @@ def with_constants(program, buffers: Mapping) -> Mapping:
         merged.setdefault(name, array)
     return merged
 
-
-def _forget(key, ref) -> None:
-    with _lock:
-        entry = _cache.get(key)
-        if entry is not None and entry[0] is ref:
-            del _cache[key]

@@ -2,8 +2,7 @@
 time per architecture, its tensor table, and whether its loops have run-time trip counts.
 
 Timing is data-independent, so the first launch pays for the timing model and later launches
-reuse the result. ``Program`` is an unhashable dataclass, so entries are keyed by ``id`` and
-dropped by a weakref callback when the program dies (ids are reused after that). Programs must
+reuse the result (``PerProgram``, also used for a program's decoded constants). Programs must
 not be mutated after their first launch.
 """
 
@@ -15,30 +14,51 @@ import weakref
 from ..arch import Architecture
 from ..timing import TimingResult, estimate
 
-# Reentrant: a program can die (and its callback run) while this thread holds the lock.
-_lock = threading.RLock()
-_cache: dict[tuple[int, str], tuple[weakref.ref, TimingResult]] = {}
+
+class PerProgram:
+    """Values computed once per program object (and an optional ``extra`` key, e.g. the target).
+    ``Program`` is an unhashable dataclass, so entries are keyed by ``id`` and dropped by a
+    weakref callback when the program dies (ids are reused after that)."""
+
+    def __init__(self):
+        # Reentrant: a program can die (and its callback run) while this thread holds the lock.
+        self._lock = threading.RLock()
+        self._entries: dict[tuple, tuple[weakref.ref, object]] = {}
+
+    def get(self, program, make, extra=None):
+        """The value for ``program``, made by ``make()`` on its first request (outside the lock:
+        other programs need not wait; a racing thread's value is dropped for the first one)."""
+        key = (id(program), extra)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is program:
+            return entry[1]
+        value = make()
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0]() is program:
+                return entry[1]
+            self._entries[key] = (weakref.ref(program, lambda ref, key=key: self._forget(key, ref)), value)
+        return value
+
+    def _forget(self, key, ref) -> None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is ref:
+                del self._entries[key]
+
+    def __contains__(self, key) -> bool:
+        return key in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_cache = PerProgram()  # (program, arch name) -> TimingResult
+_tables = PerProgram()  # program -> TensorTable
 
 
 def program_timing(program, arch: Architecture) -> TimingResult:
-    key = (id(program), arch.name)
-    entry = _cache.get(key)
-    if entry is not None and entry[0]() is program:
-        return entry[1]
-    result = estimate(program, arch)  # outside the lock: other programs need not wait
-    with _lock:
-        entry = _cache.get(key)
-        if entry is not None and entry[0]() is program:
-            return entry[1]  # another thread won the race; keep one shared result
-        _cache[key] = (weakref.ref(program, lambda _ref, key=key: _forget(key, _ref)), result)
-    return result
-
-
-def _forget(key, ref) -> None:
-    with _lock:
-        entry = _cache.get(key)
-        if entry is not None and entry[0] is ref:
-            del _cache[key]
+    return _cache.get(program, lambda: estimate(program, arch), arch.name)
 
 
 def cached_program_count() -> int:
@@ -59,25 +79,8 @@ class TensorTable:
         self.runtime_trip_counts = any(isinstance(i, LoopStart) and i.static_trip_count() is None for i in program.instructions)
 
 
-_tables: dict[int, tuple[weakref.ref, TensorTable]] = {}
-
-
 def tensor_table(program) -> TensorTable:
-    key = id(program)
-    entry = _tables.get(key)
-    if entry is not None and entry[0]() is program:
-        return entry[1]
-    table = TensorTable(program)
-    with _lock:
-        _tables[key] = (weakref.ref(program, lambda _ref, key=key: _forget_table(key, _ref)), table)
-    return table
-
-
-def _forget_table(key, ref) -> None:
-    with _lock:
-        entry = _tables.get(key)
-        if entry is not None and entry[0] is ref:
-            del _tables[key]
+    return _tables.get(program, lambda: TensorTable(program))
 
 
 def has_runtime_trip_counts(program) -> bool:
