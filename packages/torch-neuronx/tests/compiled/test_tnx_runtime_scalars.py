@@ -60,3 +60,22 @@ def test_kept_scalars_are_dropped_at_synchronize(neuron):
     assert torch_neuronx.memory_allocated(neuron) > before
     torch.neuron.synchronize()
     assert torch_neuronx.memory_allocated(neuron) == before
+
+
+def test_a_call_that_cannot_compile_falls_back_with_the_callers_number(neuron, monkeypatch):
+    # The device call takes the Scalar as a 0-d tensor; CPU's kernel for the fallback wants the
+    # number itself (mul.Scalar given a tensor raised "Expected a value of type 'number'").
+    from torch_neuronx.compiled import dispatch
+    from torch_neuronx.compiled.dtypes import NotLowerable
+
+    def refuse(*args):
+        raise NotLowerable("refused by the test")
+
+    monkeypatch.setattr(dispatch, "_build", refuse)
+    monkeypatch.setattr(CACHE, "_memory", {})
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_DISABLE_CACHE", "1")
+    x = torch.randn(6, 5)
+    assert_equal(x.to(neuron).mul(1.3217), x.mul(1.3217))
+    y = x.clone().to(neuron)
+    y.div_(0.731)
+    assert_equal(y, x / 0.731)

@@ -116,10 +116,13 @@ def neuron_kernel(op, *args, **kwargs):
             return neuron_kernel(scalar_op, *args, **kwargs)
         # No Scalar overload (mul.out): a host 0-dim tensor promotes as the number does.
         args, kwargs = _numbers_as_host_scalars(facts, args, kwargs)
+    # The device call may take a float Scalar as a 0-d device tensor; every fallback below gets
+    # the caller's own arguments (CPU's kernel wants the number).
+    run_args, run_kwargs = args, kwargs
     if facts.runtime_scalar is not None:
-        args, kwargs = _runtime_scalar(op, facts.runtime_scalar, args, kwargs)
+        run_args, run_kwargs = _runtime_scalar(op, facts.runtime_scalar, args, kwargs)
     try:
-        key, tensors = call_signature(args, kwargs, facts.out_names)
+        key, tensors = call_signature(run_args, run_kwargs, facts.out_names)
     except EmptyOperand:
         return _without_kernel(op, facts, args, kwargs)
     except NotLowerable as reason:
@@ -136,7 +139,7 @@ def neuron_kernel(op, *args, **kwargs):
     full_key = (op, arch.name, key)
     entry = CACHE.lookup(full_key)
     if entry is None:
-        entry = CACHE.get_or_build(full_key, lambda: _build(op, args, kwargs, tensors, arch))
+        entry = CACHE.get_or_build(full_key, lambda: _build(op, run_args, run_kwargs, tensors, arch))
         if not isinstance(entry, NotLowerable):
             entry.context = _describe(op, tensors)
     if isinstance(entry, EmptyOperand):
