@@ -43,7 +43,9 @@ def test_intermediates_keep_their_dtype():
     b = g.add1("multiply", a, a)  # bf16 result
     g.set_outputs([g.add1("convert", b, dtype="float32")], ["out"])
     program = check(g)  # bit-exact: bf16 tiles round exactly where the graph does
-    assert any(i.opcode == "TENSOR_TENSOR" and i.dst.dtype == "bfloat16" for i in program.instructions)
+    # a * a: a tensor_tensor or ScalarE's square, reading and writing bf16 tiles
+    assert any(i.opcode in ("TENSOR_TENSOR", "ACTIVATE") and i.dst.dtype == "bfloat16"
+               and all(r.dtype == "bfloat16" for r in i.reads()) for i in program.instructions)
 
 
 def test_values_read_outside_the_group_are_stored():
@@ -104,10 +106,12 @@ def test_dead_nodes_are_not_compiled():
 
 
 def test_long_chains_are_split_to_fit_sbuf():
+    from neuronxcc.compiler.fusion import MAX_FUSED_NODES
+
     g = Graph("long")
     x = g.add_input("x", (128, 4096), "float32")
     v = x
-    for k in range(120):
+    for k in range(2 * MAX_FUSED_NODES + 20):
         v = g.add1("add" if k % 2 else "multiply", v, x)
     g.set_outputs([v], ["out"])
     inputs = {"x": np.random.default_rng(0).uniform(0.99, 1.01, (128, 4096)).astype(np.float32)}

@@ -43,7 +43,9 @@ class LoweringContext:
             # An input returned as an output under its own name is both: already in place.
             self._declare(v.name, v.type.shape, v.type.dtype, "inout" if v.name in output_names else "input")
             self.views[v.id] = View.hbm(v.name, v.type.shape, v.type.dtype)
-        input_names = {v.name for v in graph.inputs}
+        input_names = self.input_names = {v.name for v in graph.inputs}
+        self.claimed_outputs: set[int] = set()  # outputs some group stores straight into
+        self.finished_outputs: set[int] = set()  # outputs copied into place (driver._finish_outputs)
         for v in graph.outputs:
             if v.name not in input_names:  # an input returned under its own name is already in place
                 self._declare(v.name, v.type.shape, v.type.dtype, "output")
@@ -93,10 +95,36 @@ class LoweringContext:
         return out
 
     def destination(self, v) -> View:
-        """Where value ``v`` is stored: its graph output tensor, or a new scratch tensor."""
+        """Where value ``v`` is stored: its graph output tensor, the output tensor it is returned as
+        through reshapes (same bytes, so the output needs no copy afterwards), or a new scratch tensor."""
         if v.id in self.output_names:
             return View.hbm(self.output_names[v.id], v.type.shape, v.type.dtype)
+        out = self._reshaped_output(v)
+        if out is not None:
+            self.claimed_outputs.add(out.id)
+            return View.hbm(out.name, out.type.shape, out.type.dtype).reshape(tuple(v.type.shape))
         return self.internal(v.type.shape, v.type.dtype, f"_t{v.id}")
+
+    def _reshaped_output(self, v):
+        """A graph output that is ``v`` seen through view ops that keep its row-major order (reshapes,
+        transposes that undo each other...: the same bytes), not claimed by another value yet."""
+        from .fusion import _through
+
+        stack = [(v, View.hbm("probe", v.type.shape, v.type.dtype))]
+        while stack:
+            x, view = stack.pop()
+            for c in self.consumers[x.id]:
+                if c.op not in VIEW_OPS:
+                    continue
+                o, seen = c.outputs[0], _through(view, c)
+                if seen is None:
+                    continue
+                if (o.id in self.output_names and o.id not in self.claimed_outputs and o.type.dtype == v.type.dtype
+                        and self.output_names[o.id] not in self.input_names and seen.offset == 0
+                        and seen.is_contiguous() and seen.num_elements == v.type.num_elements):
+                    return o
+                stack.append((o, seen))
+        return None
 
     def resolve(self, v) -> View:
         view = self.views.get(v.id)

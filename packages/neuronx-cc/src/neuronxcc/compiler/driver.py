@@ -14,7 +14,7 @@ from .checks import check_graph
 from .context import LoweringContext
 from .errors import CompileError
 from .fold import fold_constants
-from .fusion import live_nodes, partition
+from .fusion import LEAF_OPS, VIEW_OPS, live_nodes, partition
 from .lower import LOWERINGS, load_all
 from .lower.movement import materialize
 
@@ -64,6 +64,9 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
             raise CompileError("compile.internal", f"internal compiler error lowering a {group.kind} group "
                                f"({[n.op for n in group.nodes]}): {type(err).__name__}: {err}", op=first.op,
                                shapes=[str(v.type) for v in first.inputs], location=first.location) from err
+        # Outputs that are views of what is computed by now are copied now: the copies overlap the
+        # groups that follow instead of queueing up after the last one.
+        _finish_outputs(ctx, ready_only=True)
     _finish_outputs(ctx)
     metadata = {"compiler": f"{COMPILER} {VERSION}", "groups": ctx.group_log}
     if ctx.constants:
@@ -74,26 +77,52 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
         raise CompileError(err.rule, f"internal compiler error: the lowered program is invalid: {err.detail}") from err
 
 
-def _finish_outputs(ctx) -> None:
-    """Graph outputs no group stored (views of inputs, constants, iotas) are copied into place."""
+def _finish_outputs(ctx, ready_only: bool = False) -> None:
+    """Graph outputs no group stored (views of inputs, constants, iotas) are copied into place
+    (``ready_only``: those whose values are all computed already)."""
     input_names = {v.name for v in ctx.graph.inputs}
     for v in ctx.graph.outputs:
-        if v.name in input_names:
+        if v.name in input_names or v.id in ctx.finished_outputs:
             continue
-        view = ctx.views.get(v.id)
-        if view is not None and view.kind == "hbm" and view.tensor == v.name and view.covers_tensor(v.type.num_elements):
+        if ready_only and not _computed(ctx, v):
             continue
-        ctx.em.location = ctx.producer[v.id].location if v.id in ctx.producer else None
+        ctx.finished_outputs.add(v.id)
+        node = ctx.producer.get(v.id)
+        ctx.em.location = node.location if node is not None else None
+        dest = ctx.destination(v)
         try:
-            materialize(ctx, ctx.resolve(v), ctx.destination(v))
+            view = ctx.views.get(v.id)
+            if view is None and node is not None and node.op == "reshape" and v.id not in ctx.folded:
+                src = ctx.resolve(node.inputs[0])
+                if src.reshape(tuple(v.type.shape)) is None:  # no strides say it: copy the source in
+                    materialize(ctx, src, dest.reshape(tuple(src.shape)))
+                    ctx.views[v.id] = dest
+                    continue
+            view = ctx.resolve(v)
+            if view.kind == "hbm" and view.tensor == v.name and view.covers_tensor(v.type.num_elements):
+                continue  # a group stored it in place
+            materialize(ctx, view, dest)
         except CompileError:
             raise
         except Exception as err:
-            node = ctx.producer.get(v.id)
             raise CompileError("compile.internal", f"internal compiler error writing output {v.name!r}: "
                                f"{type(err).__name__}: {err}", op=node.op if node else "output",
                                location=node.location if node else None) from err
-        ctx.views[v.id] = ctx.destination(v)
+        ctx.views[v.id] = dest
+
+
+def _computed(ctx, v) -> bool:
+    """Whether ``v`` (a value seen through view ops) resolves without anything still to compute."""
+    while v.id not in ctx.views and v.id not in ctx.folded:
+        node = ctx.producer.get(v.id)
+        if node is None:
+            return True  # a graph input
+        if node.op in LEAF_OPS:
+            return True
+        if node.op not in VIEW_OPS:
+            return False
+        v = node.inputs[0]
+    return True
 
 
 def graph_hash(graph: Graph) -> str:

@@ -2,9 +2,10 @@
 
 * the source location of the graph node being lowered (instructions carry it, so profiles and
   runtime errors point at the model line rather than at the compiler);
-* engine balancing: instructions several engines can run (copies, add/multiply tensor_scalar,
-  memsets) go to whichever of VectorE/ScalarE has the least work queued so far, using neuron-sim's
-  own cost formulas;
+* engine balancing: float elementwise instructions (tensor_tensor, tensor_scalar, copies, selects)
+  go to whichever of VectorE/ScalarE/GpSimd that can run them would finish first (queued work plus
+  the instruction's cost there, by neuron-sim's own cost formulas); memsets and the lowerings' other
+  choices between two engines go to the one with the least work queued;
 * DMA queues (``dma.DmaQueues``): loads on Sync, stores on GpSimd.
 """
 
@@ -12,9 +13,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neuron_sim import AccessPattern, Architecture, ProgramBuilder, dtypes
-from neuron_sim.isa import DmaCopy, Instruction, Matmul, Transpose
+from neuron_sim import AccessPattern, Architecture, ProgramBuilder, ValidationError, dtypes
+from neuron_sim.isa import (
+    DmaCopy,
+    Instruction,
+    Matmul,
+    ScalarTensorTensor,
+    Select,
+    TensorCopy,
+    TensorScalar,
+    TensorTensor,
+    Transpose,
+)
 from neuron_sim.isa.dma import DmaInstruction
+from neuron_sim.memory.access_pattern import PSUM
 from neuron_sim.timing.costs import compute_cost
 
 from .dma import DmaQueues
@@ -43,6 +55,9 @@ class Operand:
     ap: AccessPattern | None = None
     col: AccessPattern | None = None
     imm: float | int | bool | None = None
+    # A deferred tensor_scalar (``lower/deferred.py``): ``ap`` is where it would be written; the
+    # consumer folds it into its own instruction or writes it out first.
+    pending: object | None = None
 
     @property
     def is_imm(self) -> bool:
@@ -73,6 +88,8 @@ class Emitter:
         """Emit ``inst`` (or record it while a tape runs; ``hoist``: loop-invariant setup)."""
         if inst.location is None and self.location is not None:
             inst.location = self.location
+        if type(inst) in BALANCED and inst.engine in ("vector", "scalar"):
+            self._balance(inst)
         if self.tape is not None:
             (self.prologue if hoist else self.tape).append(inst)
         else:
@@ -107,6 +124,36 @@ class Emitter:
         for _, t, k in order:
             self.builder.emit(tapes[t][k])
 
+    def _balance(self, inst: Instruction) -> None:
+        """Move a float elementwise instruction to whichever engine able to run it (VectorE, ScalarE,
+        GpSimd: the hardware rules decide, e.g. GpSimd reaches no PSUM, ScalarE's ALU only adds and
+        multiplies) would finish it first, by the queued work and its cost there. GpSimd's lanes
+        stream fp32 as fast as VectorE's, so a chain of elementwise ops spreads over three engines
+        instead of two. Integer data keeps the engine the lowering chose (exactness)."""
+        aps = inst.reads() + inst.writes()
+        if not all(dtypes.is_float(ap.dtype) for ap in aps):
+            return
+        inst.engine, _ = self.best_engine(inst)
+
+    def best_engine(self, inst: Instruction) -> tuple[str, float]:
+        """(engine, modelled finish) of the balanced engine choice for ``inst`` (left unchanged)."""
+        psum = any(ap.memory == PSUM for ap in inst.reads() + inst.writes())
+        original = inst.engine
+        chosen, best = original, None
+        for engine in BALANCE_ENGINES if type(inst) in BALANCED else (original,):
+            if engine not in inst.engines or (engine == "gpsimd" and psum):
+                continue
+            inst.engine = engine
+            try:
+                inst.validate(self.arch)
+            except ValidationError:
+                continue
+            finish = self.busy_ns[engine] + compute_cost(inst, self.arch).issue_ns
+            if best is None or finish < best:
+                chosen, best = engine, finish
+        inst.engine = original
+        return chosen, best if best is not None else float("inf")
+
     def pick(self, *engines: str) -> str:
         """The engine among ``engines`` with the least queued work (the first on ties)."""
         return min(engines, key=lambda e: self.busy_ns.get(e, 0.0))
@@ -124,6 +171,11 @@ class Emitter:
         """An SBUF -> SBUF DMA (exact integer-to-integer casts, which engines do through fp32)."""
         engine, queue = self.queues.load()
         self.emit(DmaCopy(dst=dst, src=src, engine=engine, queue=queue))
+
+
+# Elementwise instructions several engines run with the same numerics (engine choice is free).
+BALANCED = frozenset({TensorTensor, TensorScalar, ScalarTensorTensor, TensorCopy, Select})
+BALANCE_ENGINES = ("vector", "scalar", "gpsimd")
 
 
 def is_exact_in_fp32(dtype: str) -> bool:

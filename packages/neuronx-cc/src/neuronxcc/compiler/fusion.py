@@ -50,7 +50,7 @@ OP_KINDS: dict[str, str] = {
 }
 # Group kinds whose groups absorb elementwise consumers of their result (an epilogue per output tile).
 EPILOGUE_KINDS = frozenset({"matmul"})
-MAX_FUSED_NODES = 48  # bounds the SBUF a tile of one group needs
+MAX_FUSED_NODES = 128  # bounds the SBUF a tile of one group needs (tiles shrink as groups grow)
 # Row-wise groups: the tile loop keeps BUFFERS (3) tiles in flight and falls back to fewer when a row
 # does not fit; fusion admits a row-wise group only when two sets of its tiles fit this SBUF share.
 ROW_SBUF_FRACTION = 0.7

@@ -18,8 +18,8 @@ from ..errors import node_error
 from ..layout import Form, free_limit, plan_tiles
 from ..sbuf import Scope
 from ..views import View
+from . import deferred, register_lowering
 from . import reduce as reduce_lowering
-from . import register_lowering
 from .elementwise_ops import lower_node, temps_needed
 from .tiles import TileCtx
 
@@ -72,7 +72,9 @@ def lower_fused(ctx, group) -> None:
     forms += [reduce_form(d, space, dims, n.attrs.get("keepdims", False)) for d, n in zip(red_dests, reductions)]
     main = len(leaves) + len(dests) if reductions else (len(leaves) if dests else 0)
 
-    roles, role_bytes = share_buffers(nodes, {v.id for v in stores})
+    stored_ids = {v.id for v in stores}
+    defer = deferred.deferrable_values(nodes, ctx.consumers, stored_ids)
+    roles, role_bytes = share_buffers(nodes, stored_ids, defer)
     per_element = sum(dtypes.itemsize(onchip_dtype(v.dtype)) for v in leaf_views if v.kind != "scalar")
     per_element += role_bytes + 4 * max([temps_needed(n.op) for n in nodes] + [0]) + 16 * len(reductions)
     plan = plan_tiles(space, forms, dims, limit=free_limit(ctx.arch, per_element, buffers=BUFFERS),
@@ -81,6 +83,7 @@ def lower_fused(ctx, group) -> None:
     with Scope(ctx.builder) as scope:
         tc = TileCtx(ctx.em, scope, plan.max_free, buffers=BUFFERS, max_kept=plan.max_kept)
         tc.roles = roles
+        tc.deferrable = defer
         tapes = []
         for index, box in enumerate(plan.boxes):
             tc.set_box(box, index)
@@ -121,7 +124,7 @@ def aliases(node) -> bool:
     return node.op == "convert" and onchip_dtype(node.inputs[0].type.dtype) == onchip_dtype(node.outputs[0].type.dtype)
 
 
-def share_buffers(nodes, stored: set) -> tuple[dict, int]:
+def share_buffers(nodes, stored: set, deferrable: set = frozenset()) -> tuple[dict, int]:
     """Assign node results to shared buffers by liveness within a tile.
 
     A value's buffer is free again once its last reader (or the last reader of a copy aliasing it)
@@ -144,6 +147,7 @@ def share_buffers(nodes, stored: set) -> tuple[dict, int]:
     for vid in stored:
         if vid in owner:
             last[owner[vid]] = end
+    deferred.extend_liveness(nodes, deferrable, last, owner)
     roles, free, live, count = {}, {}, [], {}
     for k, n in enumerate(nodes):
         for vid, dtype, until in list(live):  # buffers whose values died before this node

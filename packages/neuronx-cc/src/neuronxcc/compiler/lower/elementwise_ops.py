@@ -17,7 +17,8 @@ Engines and forms, by op (numerics as neuron_sim.graph.ops: fp32 compute, roundi
 * composites for what no engine has: floor/ceil/round (through the int32 write's round-to-even),
   trunc (x - fmod(x, 1)), tan (sin / cos), expm1 and log1p (accurate near 0), atan2.
 
-copy and same-dtype converts cost nothing: the result is the operand's tile. Ops on immediates
+An fp32 tensor_scalar read once by another elementwise node may be deferred and folded into that
+node's instruction (``deferred.py``). copy and same-dtype converts cost nothing: the result is the operand's tile. Ops on immediates
 only are folded at compile time with the graph's own numerics.
 """
 
@@ -41,6 +42,7 @@ from neuron_sim.isa import (
 
 from ..emitter import Operand, is_exact_in_fp32, onchip_dtype
 from ..errors import node_error
+from . import deferred
 
 ACTIVATION_FUNCS = {
     "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid", "sin": "sin",
@@ -59,6 +61,8 @@ COMPOSITES = ("floor", "ceil", "round", "trunc", "tan", "expm1", "log1p", "atan2
 # fp32 temporaries a composite needs per tile (the SBUF budget counts them).
 TEMPS = {"floor": 4, "ceil": 4, "round": 3, "trunc": 2, "tan": 2, "expm1": 4, "log1p": 5, "atan2": 5, "select": 0}
 
+# Ops whose lowering folds deferred operands (everything else writes them out first).
+FOLDING_OPS = frozenset(ACTIVATION_FUNCS) | frozenset(BINARY_ALU) | {"negate", "compare"}
 ELEMENTWISE_OPS = frozenset(UNARY) | frozenset(BINARY) | frozenset(BITWISE) | {"not", "compare", "select", "convert"}
 _TWO_23 = float(1 << 23)
 
@@ -74,6 +78,8 @@ def lower_node(tc, node, ins: list[Operand]) -> Operand:
     op = node.op
     if all(i.is_imm for i in ins):
         return _fold(node, ins, dtype)
+    if op not in FOLDING_OPS:  # only these take deferred operands (``deferred.py``)
+        ins = [deferred.materialize(tc, i) for i in ins]
     if op == "copy":
         return ins[0]
     if op == "convert":
@@ -83,7 +89,7 @@ def lower_node(tc, node, ins: list[Operand]) -> Operand:
     if op == "abs":
         return _unary_alu(tc, node, ins[0], "abs", None, dtype)
     if op == "negate":
-        return _unary_alu(tc, node, ins[0], "multiply", -1.0, dtype)
+        return binary(tc, node, ins[0], Operand(ins[0].dtype, imm=-1.0), "multiply", dtype)
     if op in BINARY_ALU:
         return binary(tc, node, ins[0], ins[1], BINARY_ALU[op], dtype)
     if op in BITWISE:
@@ -118,6 +124,12 @@ def _fold(node, ins: list[Operand], dtype: str) -> Operand:
 
 
 def _activation(tc, node, x: Operand, func: str, dtype: str, *, scale=1.0, bias=None, role=None) -> Operand:
+    if x.pending is not None:  # x * scale + bias is the activation's own input stage
+        folded = deferred.scale_bias(tc, x.pending.stages) if scale == 1.0 and bias is None else None
+        if folded is None:
+            x = deferred.materialize(tc, x)
+        else:
+            (scale, bias), x = folded, Operand(x.dtype, ap=x.pending.src)
     out = tc.result(role or node.outputs[0].id, dtype, col=x.is_col)
     src = x.col if x.is_col else x.ap
     tc.emit(Activation(dst=out.col if x.is_col else out.ap, src=src, func=func, scale=scale, bias=bias))
@@ -133,10 +145,14 @@ def _unary_alu(tc, node, x: Operand, op: str, operand, dtype: str, role=None) ->
 
 
 def binary(tc, node, a: Operand, b: Operand, alu: str, dtype: str, role=None) -> Operand:
-    """``a alu b`` in the cheapest form: tensor_scalar when one side is a number (per partition)."""
+    """``a alu b`` in the cheapest form: tensor_scalar when one side is a number (per partition),
+    folding a deferred operand's stages in (``deferred.py``); the result itself may stay deferred
+    when the lowering allows it (``tc.deferrable``)."""
     col = _col_result(a, b)
     out = tc.result(role or node.outputs[0].id, dtype, col=col)
     dst = out.col if col else out.ap
+    if not col and (a.pending is not None or b.pending is not None or node.outputs[0].id in tc.deferrable):
+        return _binary_folded(tc, node, a, b, alu, dtype, out)
     if col:  # both per-partition: compute on [P, 1] columns
         if a.is_imm or b.is_imm:
             tensor, scalar, reverse = (b, a, True) if a.is_imm else (a, b, False)
@@ -149,7 +165,44 @@ def binary(tc, node, a: Operand, b: Operand, alu: str, dtype: str, role=None) ->
     elif a.is_imm or a.is_col:
         _tensor_scalar(tc, dst, b.ap, alu, a.scalar, True)
     else:
-        tc.emit(TensorTensor(dst=dst, in0=a.ap, in1=b.ap, op=alu))
+        _tensor_tensor(tc, dst, a, b, alu)
+    return out
+
+
+def _tensor_tensor(tc, dst, a: Operand, b: Operand, alu: str) -> None:
+    """``a alu b`` on two tiles; ``x * x`` may instead be ScalarE's ``square`` (one pass at ScalarE's
+    rate instead of VectorE/GpSimd's two-input rate; bit-identical in fp32) when ScalarE would
+    finish it first."""
+    tt = TensorTensor(dst=dst, in0=a.ap, in1=b.ap, op=alu)
+    if alu == "multiply" and a.ap == b.ap and dtypes.is_float(a.dtype) and dtypes.is_float(dst.dtype):
+        act = Activation(dst=dst, src=a.ap, func="square")
+        if tc.em.best_engine(act)[1] < tc.em.best_engine(tt)[1]:
+            tc.emit(act)
+            return
+    tc.emit(tt)
+
+
+def _binary_folded(tc, node, a: Operand, b: Operand, alu: str, dtype: str, out: Operand) -> Operand:
+    if b.is_imm or b.is_col or a.is_imm or a.is_col:
+        tensor, scalar, reverse = (a, b, False) if (b.is_imm or b.is_col) else (b, a, True)
+        stages = deferred.stages_of(tensor)
+        if len(stages) >= deferred.MAX_STAGES:
+            tensor, stages = deferred.materialize(tc, tensor), ()
+        stages = stages + ((alu, scalar.scalar, reverse),)
+        result = Operand(dtype, ap=out.ap, pending=deferred.Pending(deferred.source(tensor), stages))
+        if node.outputs[0].id in tc.deferrable and dtype == "float32":
+            return result
+        return deferred.materialize(tc, result)
+    # Two tiles: a deferred side with one stage becomes scalar_tensor_tensor's first stage.
+    first, other, reverse1 = (a, b, False) if len(deferred.stages_of(a)) == 1 else (b, a, True)
+    if len(deferred.stages_of(first)) == 1:
+        other = deferred.materialize(tc, other)
+        (op0, operand0, reverse0), = first.pending.stages
+        tc.emit(ScalarTensorTensor(dst=out.ap, src=first.pending.src, op0=op0, operand0=operand0, reverse0=reverse0,
+                                   op1=alu, in1=other.ap, reverse1=reverse1))
+        return out
+    a, b = deferred.materialize(tc, a), deferred.materialize(tc, b)
+    _tensor_tensor(tc, out.ap, a, b, alu)
     return out
 
 

@@ -35,12 +35,12 @@ from ..errors import node_error
 from ..layout import Box, FreeDim
 from ..sbuf import ALIGN_BYTES, Scope, tile_ap
 from ..views import View
-from . import register_lowering
+from . import deferred, register_lowering
 from .elementwise import share_buffers
 from .elementwise_ops import ACTIVATION_FUNCS, BINARY_ALU, lower_node, temps_needed
+from .matmul_operands import operand_dims, split_axis
 from .matmul_plan import (
     DMA_BYTES_PER_NS,
-    Ax,
     Side,
     k_steps,
     longest,
@@ -92,7 +92,9 @@ def lower_matmul(ctx, group) -> None:
         for v, d in zip(stores, dests):
             ctx.views[v.id] = d
         return
-    lhs_view, rhs_view = (_hbm_operand(ctx, v) for v in dot.inputs)
+    (lhs_view, ldims), (rhs_view, rdims) = (_hbm_operand(ctx, v) for v in dot.inputs)
+    if not _merges_ok(dot, ldims, rdims):  # merged dims the canonical form cannot take: copy them dense
+        (lhs_view, ldims), (rhs_view, rdims) = (_hbm_operand(ctx, v, merged=False) for v in dot.inputs)
     produced = {v.id for n in group.nodes for v in n.outputs}
     leaves, seen = [], set()
     for n in epilogue:
@@ -102,8 +104,8 @@ def lower_matmul(ctx, group) -> None:
                 leaves.append(v)
     leaf_views = [ctx.resolve(v) for v in leaves]
     args = (ctx, group, dot, epilogue, lhs_view, rhs_view, leaves, leaf_views, stores, dests)
-    lowering = MatmulLowering(*args)
-    if lowering._vector_shape() is None:
+    lowering = MatmulLowering(*args, dims=(ldims, rdims))
+    if lowering._vector_shape() is None and not lowering.merged:
         lowering = _maybe_pretranspose(lowering, args)
     lowering.run()
     for v, d in zip(stores, dests):
@@ -162,23 +164,41 @@ def _maybe_pretranspose(lowering, args):
     return alt
 
 
-def _hbm_operand(ctx, v) -> View:
-    view = ctx.resolve(v)
+def _hbm_operand(ctx, v, merged: bool = True) -> tuple[View, list]:
+    """(view, per-dim strides or merged source axes) of a dot operand (``matmul_operands``)."""
+    view, dims = operand_dims(ctx, v) if merged else (ctx.resolve(v), None)
     if view.kind == "hbm":
-        return view
+        return view, dims if dims is not None else list(view.strides)
     from .movement import materialize  # a constant or iota operand: write it out once
 
     dense = ctx.internal(view.shape, view.dtype, f"_mm{v.id}")
     materialize(ctx, view, dense)
-    return dense
+    return dense, list(dense.strides)
+
+
+def _merges_ok(dot, ldims, rdims) -> bool:
+    """Merged source axes are taken on batch and free dims, merged the same way on both operands;
+    a merged contraction dim would split K into short passes (each costs a full TensorE pass)."""
+    a = dot.attrs
+    lc, rc = tuple(a.get("lhs_contract", ())), tuple(a.get("rhs_contract", ()))
+    if any(isinstance(ldims[d], list) for d in lc) or any(isinstance(rdims[d], list) for d in rc):
+        return False
+    for dl, dr in zip(a.get("lhs_batch", ()), a.get("rhs_batch", ())):
+        left, right = ldims[dl], rdims[dr]
+        if isinstance(left, list) and isinstance(right, list) and [n for n, _ in left] != [n for n, _ in right]:
+            return False
+    return True
 
 
 class MatmulLowering:
-    def __init__(self, ctx, group, dot, epilogue, lhs, rhs, leaves, leaf_views, stores, dests):
+    def __init__(self, ctx, group, dot, epilogue, lhs, rhs, leaves, leaf_views, stores, dests, dims=None):
         self.ctx, self.group, self.dot, self.epilogue = ctx, group, dot, epilogue
         self.em = ctx.em
         self.arch = ctx.arch
         self.views = (lhs, rhs)
+        # per operand dim: its element stride, or the source axes it merges (``matmul_operands``)
+        self.dims = dims or (list(lhs.strides), list(rhs.strides))
+        self.merged = any(isinstance(d, list) for ds in self.dims for d in ds)
         self.leaves, self.leaf_views = leaves, leaf_views
         self.stores, self.dests = stores, dests
         self.out = dot.outputs[0]
@@ -190,21 +210,23 @@ class MatmulLowering:
     def _canonical(self) -> None:
         a = self.dot.attrs
         L, R = self.views
+        Ld, Rd = self.dims
+        lshape, rshape = (v.type.shape for v in self.dot.inputs)
         lb, rb, lc, rc = (tuple(a.get(k, ())) for k in ("lhs_batch", "rhs_batch", "lhs_contract", "rhs_contract"))
-        lfree = [d for d in range(len(L.shape)) if d not in lb + lc]
-        rfree = [d for d in range(len(R.shape)) if d not in rb + rc]
+        lfree = [d for d in range(len(lshape)) if d not in lb + lc]
+        rfree = [d for d in range(len(rshape)) if d not in rb + rc]
         outs = list(self.leaf_views) + list(self.dests)  # forms 2..: everything shaped like the result
         self.nforms = 2 + len(outs)
         shape = self.out.type.shape
         nb, nm = len(lb), len(lfree)
 
-        def ax(size, l_stride, r_stride, d):
-            return Ax(int(size), (l_stride, r_stride) + tuple(v.strides[d] if d is not None else 0 for v in outs))
+        def ax(size, l_stride, r_stride, d):  # a dim merged from several source axes is several axes
+            return split_axis(size, [l_stride, r_stride] + [v.strides[d] if d is not None else 0 for v in outs])
 
-        batch = [ax(shape[i], L.strides[lb[i]], R.strides[rb[i]], i) for i in range(nb)]
-        ms = [ax(shape[nb + j], L.strides[d], 0, nb + j) for j, d in enumerate(lfree)]
-        ns = [ax(shape[nb + nm + j], 0, R.strides[d], nb + nm + j) for j, d in enumerate(rfree)]
-        ks = [ax(L.shape[dl], L.strides[dl], R.strides[dr], None) for dl, dr in zip(lc, rc)]
+        batch = [x for i in range(nb) for x in ax(shape[i], Ld[lb[i]], Rd[rb[i]], i)]
+        ms = [x for j, d in enumerate(lfree) for x in ax(shape[nb + j], Ld[d], 0, nb + j)]
+        ns = [x for j, d in enumerate(rfree) for x in ax(shape[nb + nm + j], 0, Rd[d], nb + nm + j)]
+        ks = [x for dl, dr in zip(lc, rc) for x in ax(lshape[dl], Ld[dl], Rd[dr], None)]
         ks.sort(key=lambda k: (-abs(k.strides[0]), -abs(k.strides[1])))
         self.kp, self.kouter = longest(merge_axes(ks), self.nforms)
         mp, mouter = longest(merge_axes(ms), self.nforms)
@@ -243,7 +265,8 @@ class MatmulLowering:
     # --- SBUF budget ------------------------------------------------------------------------------
     def _epilogue_bytes(self) -> tuple[dict, int, int]:
         stored = {v.id for v in self.stores}
-        roles, role_bytes = share_buffers(self.epilogue, stored)
+        self.defer = deferred.deferrable_values(self.epilogue, self.ctx.consumers, stored)
+        roles, role_bytes = share_buffers(self.epilogue, stored, self.defer)
         per = role_bytes + 4 * max([temps_needed(n.op) for n in self.epilogue] + [0])
         per += sum(dtypes.itemsize(onchip_dtype(v.dtype)) for v in self.leaf_views if v.kind != "scalar")
         per += 2 * 4  # the evacuated product, a PSUM value stored
@@ -287,6 +310,7 @@ class MatmulLowering:
             self._allocate(scope)
             tc = TileCtx(self.em, scope, max_free, buffers=EPILOGUE_BUFFERS)
             tc.roles = roles
+            tc.deferrable = self.defer
             self.tc = tc
             self._emit_all()
         n_tiles = sum(1 for s in sched.steps if s.last)
@@ -633,6 +657,7 @@ class MatmulLowering:
         with Scope(ctx.builder) as scope:
             tc = TileCtx(em, scope, max(M * N, M * K, K * N), buffers=EPILOGUE_BUFFERS)
             tc.roles = roles
+            tc.deferrable = self.defer
             self.tc = tc
             combos = itertools.product(*[range(a.size) for a in loops])
             tapes = []

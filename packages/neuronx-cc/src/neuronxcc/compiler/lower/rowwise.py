@@ -31,6 +31,7 @@ from ..fusion import VIEW_OPS, view_chain
 from ..layout import Form, FreeDim, free_limit, plan_tiles
 from ..sbuf import Scope, broadcast, tile_ap
 from ..views import View
+from . import deferred
 from . import reduce as reduce_lowering
 from .elementwise_ops import lower_node, temps_needed
 from .tiles import TileCtx
@@ -116,7 +117,11 @@ def lower_rowwise(ctx, group) -> None:
     main = len(leaves) if dests else 0
 
     full_nodes = [n for n in nodes if not is_row[id(n)]]
-    roles, role_bytes = share_buffers(full_nodes, {v.id for v in stores})
+    stored_ids = {v.id for v in stored}
+    # Deferred ops stay among full-space nodes (row values are read through other paths).
+    defer = deferred.deferrable_values(nodes, ctx.consumers, stored_ids,
+                                       lambda p, c: not is_row[id(p)] and not is_row[id(c)])
+    roles, role_bytes = share_buffers(full_nodes, {v.id for v in stores}, defer)
     per_element = sum(dtypes.itemsize(onchip_dtype(view.dtype)) for (v, r), view in zip(leaves, leaf_views)
                       if view.kind != "scalar" and not r)
     per_element += role_bytes + 4 * max([temps_needed(n.op) for n in nodes] + [0])  # accumulators are per row
@@ -150,6 +155,7 @@ def lower_rowwise(ctx, group) -> None:
     with Scope(ctx.builder) as scope:
         tc = TileCtx(ctx.em, scope, plan.max_free, buffers=buffers, max_kept=plan.max_kept)
         tc.roles = roles
+        tc.deferrable = defer
         for n in nodes:  # row values: [P, kept] rings of their own
             if is_row[id(n)]:
                 dtype = onchip_dtype(n.outputs[0].type.dtype)

@@ -34,6 +34,7 @@ class TileCtx:
         self.rings: dict = {}
         self.roles: dict = {}  # result role -> shared buffer role (values whose lifetimes do not overlap)
         self.consts: dict = {}
+        self.deferrable: set = set()  # value ids whose tensor_scalar may stay deferred (``deferred.py``)
         self.pc = 1
         self.counts: tuple[int, ...] = (1,)
         self.slot = 0
