@@ -24,6 +24,11 @@ from .elementwise_ops import lower_node, temps_needed
 from .tiles import TileCtx
 
 BUFFERS = 3  # ring slots per role: tiles in flight at once (loads of one overlap compute of others)
+# A group that moves few operands per tile is a compute chain: one more ring slot keeps one more tile
+# in flight (smaller tiles, a deeper pipeline that also overlaps the next group better). One that
+# moves many (AdamW over four parameters) is DMA-bound: it keeps three, and so larger tiles and DMAs.
+DEEP_BUFFERS = 4
+DEEP_MAX_OPERANDS = 20
 IDENTITY = {"sum": 0.0, "prod": 1.0, "and": True, "or": False}
 
 
@@ -77,11 +82,12 @@ def lower_fused(ctx, group) -> None:
     roles, role_bytes = share_buffers(nodes, stored_ids, defer)
     per_element = sum(dtypes.itemsize(onchip_dtype(v.dtype)) for v in leaf_views if v.kind != "scalar")
     per_element += role_bytes + 4 * max([temps_needed(n.op) for n in nodes] + [0]) + 16 * len(reductions)
-    plan = plan_tiles(space, forms, dims, limit=free_limit(ctx.arch, per_element, buffers=BUFFERS),
+    buffers = DEEP_BUFFERS if len(leaf_views) + len(dests) + len(red_dests) <= DEEP_MAX_OPERANDS else BUFFERS
+    plan = plan_tiles(space, forms, dims, limit=free_limit(ctx.arch, per_element, buffers=buffers),
                       allow_partition_reduce=bool(reductions), main_form=main, ops_per_tile=len(nodes))
 
     with Scope(ctx.builder) as scope:
-        tc = TileCtx(ctx.em, scope, plan.max_free, buffers=BUFFERS, max_kept=plan.max_kept)
+        tc = TileCtx(ctx.em, scope, plan.max_free, buffers=buffers, max_kept=plan.max_kept)
         tc.roles = roles
         tc.deferrable = defer
         tapes = []
@@ -107,7 +113,7 @@ def lower_fused(ctx, group) -> None:
                     acc, partitions = reduce_lowering.result(tc, n.outputs[0].id, box)
                     tc.store(dest, box, len(leaves) + len(dests) + k, acc, drop_reduced=True, partitions=partitions)
             tapes.append(ctx.em.stop())
-        ctx.em.pipelined(tapes, BUFFERS)
+        ctx.em.pipelined(tapes, buffers)
     for v, dest in zip(stores, dests):
         ctx.views[v.id] = dest
     for n, dest in zip(reductions, red_dests):
