@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import IndexOutOfBoundsError, ValidationError
 from ..isa import ops as alu
-from .blas import one_blas_thread
+from .blas import matmul_into
 from .ir import TensorType
 
 
@@ -415,8 +415,8 @@ def dot_operands(arrays, attrs) -> tuple[np.ndarray, np.ndarray]:
 
 def _dot_eval(arrays, attrs, out_types):
     L, R = dot_operands(arrays, attrs)
-    with one_blas_thread():
-        out = np.matmul(L, R)
+    out = np.empty((L.shape[0], L.shape[1], R.shape[2]), dtype=np.float32)
+    matmul_into(L, R, out)
     return [dtypes.convert(out.reshape(out_types[0].shape), out_types[0].dtype)]
 
 

@@ -10,7 +10,9 @@ import math
 
 import numpy as np
 
+from .. import spare_core
 from ..errors import ValidationError
+from .erf import erf as _erf
 
 ARITHMETIC_OPS = {
     "add": np.add,
@@ -64,30 +66,6 @@ ALL_BINARY_OPS = {**ARITHMETIC_OPS, **BITVEC_OPS}
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    """erf in float64: a Taylor series near 0, the Numerical Recipes erfc (rel. error < 1.2e-7) elsewhere."""
-    z = np.asarray(x, dtype=np.float64)
-    a = np.abs(z)
-    near = a < 0.5
-    if near.ndim:  # the series (its powers are most of the cost) only where it is used
-        z = z[near]
-    z2 = z * z
-    series = (2.0 / math.sqrt(math.pi)) * z * (
-        1.0 - z2 / 3.0 + z2 * z2 / 10.0 - z2**3 / 42.0 + z2**4 / 216.0 - z2**5 / 1320.0 + z2**6 / 9360.0
-    )
-    z = np.asarray(x, dtype=np.float64)
-    t = 1.0 / (1.0 + 0.5 * a)
-    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
-        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
-    with np.errstate(over="ignore", under="ignore"):
-        erfc = t * np.exp(-a * a + poly)
-    far = np.copysign(1.0 - erfc, z)
-    if not near.ndim:
-        return np.where(near, series, far).astype(np.float32)
-    far[near] = series
-    return far.astype(np.float32)
-
-
 def _gelu(x):
     return 0.5 * x * (1.0 + _erf(x / np.float32(math.sqrt(2.0))))
 
@@ -134,8 +112,9 @@ def _erf_dx(x):
 
 
 # Elements per pass of a composite activation over a large array: its dozens of whole-array
-# temporaries (float64 for erf) then stay in cache and reuse freed memory instead of faulting in
-# fresh pages for each. Every op is elementwise, so the results are the same bits.
+# temporaries then stay in cache and reuse freed memory instead of faulting in fresh pages for
+# each. The passes over the two halves of the array run at once while a core is free
+# (spare_core). Every op is elementwise, so the results are the same bits either way.
 _CHUNK = 16384
 
 
@@ -147,8 +126,14 @@ def _in_chunks(fn):
         first = np.asarray(fn(flat[:_CHUNK]))
         out = np.empty(flat.shape, dtype=first.dtype)
         out[:_CHUNK] = first
-        for start in range(_CHUNK, flat.size, _CHUNK):
-            out[start:start + _CHUNK] = fn(flat[start:start + _CHUNK])
+
+        def span(begin, end):
+            for start in range(begin, end, _CHUNK):
+                stop = min(start + _CHUNK, end)
+                out[start:stop] = fn(flat[start:stop])
+
+        middle = (flat.size + _CHUNK) // (2 * _CHUNK) * _CHUNK
+        spare_core.run_halves(lambda: span(_CHUNK, middle), lambda: span(middle, flat.size))
         return out.reshape(x.shape)
 
     chunked.__name__ = fn.__name__

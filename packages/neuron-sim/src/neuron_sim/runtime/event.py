@@ -9,6 +9,7 @@ completed), first waits for both events, which also raises any error kept before
 
 from __future__ import annotations
 
+from ..spare_core import waiting_for_device
 from .errors import RuntimeUsageError
 from .failure import raise_failures
 from .task import Marker
@@ -49,7 +50,8 @@ class Event:
             return
         m.queue.device.guard.check()
         m.queue._run_until(m.seq)
-        m.done.wait()
+        with waiting_for_device():
+            m.done.wait()
         raise_failures([m.queue._take_failure(before_seq=m.seq)])
 
     @property

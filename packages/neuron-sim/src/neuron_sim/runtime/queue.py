@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 
 from ..errors import ValidationError
+from ..spare_core import waiting_for_device
 from ..timing import estimate
 from ..trace.records import LaunchRecord
 from .bindings import as_program, bind_buffers
@@ -173,15 +174,17 @@ class Queue:
     def _wait_idle(self) -> None:
         self.device.guard.check()
         self._check_not_inside_own_task()
-        self._drain()
-        with self._lock:
-            while self._outstanding:
-                self._idle.wait()
+        with waiting_for_device():
+            self._drain()
+            with self._lock:
+                while self._outstanding:
+                    self._idle.wait()
 
     def _run_until(self, seq: int) -> None:
         """Run this queue's tasks up to ``seq`` in the calling thread (an event being waited for)."""
         self._check_not_inside_own_task()
-        self._drain(until_seq=seq)
+        with waiting_for_device():
+            self._drain(until_seq=seq)
 
     def _check_not_inside_own_task(self) -> None:
         if getattr(_running, "queue", None) is self:

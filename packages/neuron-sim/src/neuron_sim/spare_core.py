@@ -1,0 +1,88 @@
+"""A second host thread for the fast executor, used only while a core would otherwise idle.
+
+The executor normally runs beside the thread that issues ops, one core each, so it computes on
+one thread. When that thread blocks until the device catches up (``synchronize()``, ``.item()``,
+an event), its core is free: then the executor splits large matmuls and elementwise passes into
+two halves and runs them at once. The halves are the same whether they run at once or one after
+the other, so results never depend on timing; only the split itself (chosen from shapes alone)
+decides the arithmetic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+_waiting = 0  # threads blocked until a queue reaches a point
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+_CAN_OVERLAP = _cores() >= 2
+
+
+@contextlib.contextmanager
+def waiting_for_device():
+    """Context for a thread that blocks until the device catches up: its core is free meanwhile."""
+    global _waiting
+    with _lock:
+        _waiting += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _waiting -= 1
+
+
+def available() -> bool:
+    """Whether a core is free for a second half of executor work right now."""
+    return _CAN_OVERLAP and _waiting > 0
+
+
+def run_halves(first, second) -> None:
+    """Run ``first()`` and ``second()`` (independent: each writes its own outputs), at once when a
+    core is free, else one after the other. Raises what either raised."""
+    if not available():
+        first()
+        second()
+        return
+    errors = np.geterr()  # numpy's error state is per thread: the other half keeps the caller's
+
+    def second_half():
+        with np.errstate(**errors):
+            second()
+
+    other = _executor().submit(second_half)
+    try:
+        first()
+    finally:
+        other.result()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neuron-sim spare core")
+    return _pool
+
+
+def _after_fork_in_child() -> None:
+    # The parent's pool thread does not exist in a child; its executor would wait for it forever.
+    global _pool, _waiting, _lock
+    _pool, _waiting, _lock = None, 0, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,56 @@
+"""spare_core: two halves of executor work run at once only while a thread waits for the device
+(and there are two cores); errors from either half reach the caller; numpy's error state of the
+caller applies to both halves."""
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from neuron_sim import spare_core
+
+
+def _threads_of_halves():
+    names = []
+    spare_core.run_halves(lambda: names.append(threading.current_thread().name),
+                          lambda: names.append(threading.current_thread().name))
+    return names
+
+
+def test_in_turn_on_the_calling_thread_while_no_one_waits():
+    me = threading.current_thread().name
+    assert _threads_of_halves() == [me, me]
+
+
+def test_at_once_while_a_thread_waits(monkeypatch):
+    monkeypatch.setattr(spare_core, "_CAN_OVERLAP", True)
+    with spare_core.waiting_for_device():
+        names = _threads_of_halves()
+    assert names[0] == threading.current_thread().name
+    assert names[1].startswith("neuron-sim spare core")
+    assert spare_core._waiting == 0
+
+
+def test_one_core_never_overlaps(monkeypatch):
+    monkeypatch.setattr(spare_core, "_CAN_OVERLAP", False)
+    with spare_core.waiting_for_device():
+        assert not spare_core.available()
+
+
+def test_errors_of_the_other_half_reach_the_caller(monkeypatch):
+    monkeypatch.setattr(spare_core, "_CAN_OVERLAP", True)
+
+    def fail():
+        raise ValueError("second half failed")
+
+    with spare_core.waiting_for_device(), pytest.raises(ValueError, match="second half failed"):
+        spare_core.run_halves(lambda: None, fail)
+
+
+def test_the_callers_numpy_error_state_applies_to_the_other_half(monkeypatch):
+    monkeypatch.setattr(spare_core, "_CAN_OVERLAP", True)
+    overflow = np.float32([1e30])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with spare_core.waiting_for_device(), np.errstate(all="ignore"):
+            spare_core.run_halves(lambda: overflow * overflow, lambda: overflow * overflow)
