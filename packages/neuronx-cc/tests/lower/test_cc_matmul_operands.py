@@ -92,3 +92,18 @@ def test_result_is_unchanged_by_reading_through_the_view(monkeypatch):
 
     inputs = random_inputs(g, 1)
     np.testing.assert_array_equal(run_exact(direct, inputs)["out"], run_exact(dense, inputs)["out"])
+
+
+def test_bias_row_is_loaded_once_per_column_tile():
+    """A bias broadcast over the product's rows is the same SBUF tile for every row tile: held."""
+    from neuron_sim.isa import DmaCopy
+
+    g = Graph("bias")
+    x = g.add_input("x", (1024, 128), "float32")
+    w = g.add_input("w", (128, 256), "float32")
+    b = g.add_input("b", (256,), "float32")
+    p = g.add1("dot_general", x, w, lhs_contract=(1,), rhs_contract=(0,))
+    g.set_outputs([g.add1("add", p, g.add1("broadcast_in_dim", b, shape=(1024, 256), dims=(1,)))], ["out"])
+    program = check_dot(g)
+    bias_loads = [i for i in program.instructions if isinstance(i, DmaCopy) and i.src.tensor == "b"]
+    assert 1 <= len(bias_loads) <= 2  # one per column tile, not one per (row, column) tile

@@ -27,7 +27,7 @@ import math
 
 from neuron_sim import dtypes
 from neuron_sim.isa import Matmul, Memset, TensorCopy, TensorTensor, Transpose
-from neuron_sim.memory.access_pattern import PSUM
+from neuron_sim.memory.access_pattern import PSUM, SBUF
 
 from ..dma import hbm_pattern
 from ..emitter import Operand, onchip_dtype
@@ -63,6 +63,7 @@ VECTOR_MAX_K = 16
 VECTOR_MAX_RESULT = 512
 VECTOR_MIN_BATCH = 32
 STAGING_SLOTS = 2
+HELD_PER_LEAF = 4  # column tiles of one broadcast row kept on chip (each [128, <= 512] fp32)
 LA_MAX = 16
 TRANSPOSE_BANKS = 3  # PSUM banks for transposes: TensorE fills one while others are copied out
 DMA_CHUNK_BYTES = 256 * 1024  # one stripe DMA moves at most this much (finer dependencies)
@@ -204,6 +205,7 @@ class MatmulLowering:
         self.out = dot.outputs[0]
         self.sched = None
         self.pretransposed = None  # the operand first transposed into an HBM scratch, if any
+        self.held = {}  # epilogue operands kept for the output tiles that share them (``_leaf``)
         self._canonical()
 
     # --- canonical form -------------------------------------------------------------------------
@@ -615,7 +617,7 @@ class MatmulLowering:
             em.emit(TensorCopy(dst=dot.ap, src=psum, engine=em.pick("vector", "scalar")))
             env = {out.id: dot}
         for k, (v, view) in enumerate(zip(self.leaves, self.leaf_views)):
-            env[v.id] = tc.load(("leaf", v.id), view, box, k)
+            env[v.id] = self._leaf(k, v, view, box)
         for n in self.epilogue:
             em.location = n.location
             env[n.outputs[0].id] = lower_node(tc, n, [env[x.id] for x in n.inputs])
@@ -627,6 +629,25 @@ class MatmulLowering:
                 src = copy.ap
             tc.store(dest, box, len(self.leaves) + k, src)
         em.location = self.dot.location
+
+    def _leaf(self, k: int, v, view: View, box: Box) -> Operand:
+        """Epilogue operand ``k`` on this output tile. A row broadcast over the tile's rows (a bias:
+        partition stride 0, so its DMA moves the row once per partition) is the same tile for every
+        output tile of the same columns: loaded once into a buffer it keeps, not once per tile."""
+        tc = self.tc
+        offset, part_stride, dims = box.pattern(k)
+        if view.kind != "hbm" or part_stride != 0 or tc.pc == 1:
+            return tc.load(("leaf", v.id), view, box, k)
+        held = self.held.setdefault(v.id, {})
+        key = (offset, tuple(dims), tc.pc, box.counts)
+        op = held.get(key)
+        if op is None:
+            if len(held) >= HELD_PER_LEAF:
+                return tc.load(("leaf", v.id), view, box, k)
+            role = ("held", v.id, len(held))
+            tc.rings[(role, onchip_dtype(view.dtype), SBUF)] = tc.scope.ring(tc.max_free, onchip_dtype(view.dtype), 1)
+            op = held[key] = tc.load(role, view, box, k)
+        return op
 
     # --- batches of tiny products on VectorE --------------------------------------------------------
     def _vector_shape(self):
