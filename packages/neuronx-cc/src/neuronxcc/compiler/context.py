@@ -87,12 +87,20 @@ class LoweringContext:
     def stored_values(self, group: Group) -> list:
         """Values of ``group`` that must reach HBM: graph outputs and anything read outside it."""
         members = {id(n) for n in group.nodes}
-        out = []
-        for n in group.nodes:
-            for v in n.outputs:
-                if v.id in self.output_names or any(id(c) not in members for c in self.consumers[v.id]):
-                    out.append(v)
-        return out
+        aliased = set(getattr(group, "aliases", {}))  # reshaped values its epilogue reads on chip
+
+        def outside(v) -> bool:
+            if v.id in self.output_names:
+                return True
+            for c in self.consumers[v.id]:
+                if c.op in VIEW_OPS and c.outputs[0].id in aliased:
+                    if outside(c.outputs[0]):
+                        return True
+                elif id(c) not in members:
+                    return True
+            return False
+
+        return [v for n in group.nodes for v in n.outputs if outside(v)]
 
     def destination(self, v) -> View:
         """Where value ``v`` is stored: its graph output tensor, the output tensor it is returned as

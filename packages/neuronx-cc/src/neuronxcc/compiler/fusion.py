@@ -21,7 +21,11 @@
 * **matmul** groups: a ``dot_general`` plus its *epilogue* - the elementwise nodes over the dot's
   result shape that read it (or read an epilogue value) directly. The epilogue runs on each output
   tile while it leaves PSUM (bias add, activation, scaling, dtype cast), so the raw product never
-  makes an HBM round trip. Reductions and values read through view ops start new groups.
+  makes an HBM round trip. Reductions and values read through view ops start new groups - except
+  reshapes that keep the value's bytes in order (``[B*T, N] -> [B, T, N]``, every linear layer's
+  output): the node runs on the product's tiles all the same (``Group.aliases``), unless a
+  reduction reads it (then it would be stored for that reduction's group, which computes it on
+  chip from the product it loads anyway).
 * every other op is a group of its own kind (``argreduce``, ``cumsum``, ``concatenate``, ``pad``,
   ``gather``, ``scatter``, ...), looked up in ``OP_KINDS``; new lowerings register a kind there
   and a lowering in ``lower.LOWERINGS``.
@@ -71,6 +75,10 @@ class Group:
     rowwise: bool = False  # fused: tiles hold whole rows; row values are read inside the group
     row_nodes: set = field(default_factory=set)  # fused: id(node) of nodes computed per row
     row_values: set = field(default_factory=set)  # fused: ids of per-row values (reductions, row nodes)
+    # matmul: epilogue nodes may read the group's values through reshapes that keep their bytes
+    # (``[B*T, N] -> [B, T, N]``): value id seen -> the group's value id, and the shapes they run over
+    aliases: dict = field(default_factory=dict)
+    alt_spaces: set = field(default_factory=set)
 
     def __repr__(self) -> str:
         return f"Group({self.id}, {self.kind}, {[n.op for n in self.nodes]})"
@@ -120,6 +128,21 @@ def _through(view: View | None, node) -> View | None:
     if node.op == "reshape":
         return view.reshape(tuple(a["shape"]))
     return None
+
+
+def same_bytes_root(v, producer):
+    """The value ``v`` is, seen through view ops that keep its row-major bytes (reshapes), or None."""
+    root, chain = view_chain(v, producer)
+    if not chain or root.type.num_elements != v.type.num_elements:
+        return None
+    view = View.hbm("probe", root.type.shape, root.type.dtype)
+    for n in chain:
+        view = _through(view, n)
+        if view is None:
+            return None
+    if view.offset != 0 or not view.is_contiguous():
+        return None
+    return root
 
 
 def row_count(g: Group) -> int:
@@ -180,6 +203,10 @@ def partition(nodes: list, folded=(), sbuf_bytes: int = DEFAULT_SBUF_BYTES) -> l
     """Groups in a valid execution order. ``folded``: ids of values known at compile time (leaves);
     ``sbuf_bytes``: usable SBUF bytes per partition (bounds the rows a row-wise group may hold)."""
     producer = {v.id: n for n in nodes for v in n.outputs}
+    consumers: dict[int, list] = {}
+    for n in nodes:
+        for v in n.inputs:
+            consumers.setdefault(v.id, []).append(n)
     position = {id(n): i for i, n in enumerate(nodes)}
     group_of: dict[int, Group] = {}  # id(node) -> group
     groups: dict[int, Group] = {}
@@ -215,8 +242,23 @@ def partition(nodes: list, folded=(), sbuf_bytes: int = DEFAULT_SBUF_BYTES) -> l
             # values (horizontal fusion: the value is loaded once for both).
             direct = [n for n, via in srcs if not via]
             siblings = [g for v in node.inputs for g in readers.get(v.id, ())]
-            for g in [group_of[id(n)] for n in direct] + siblings:
-                if g.space != space or g in candidates:
+            # A matmul group's values read through reshapes that keep their bytes: the epilogue takes
+            # the node over the product's tiles all the same (elementwise work does not care).
+            aliased: dict[int, object] = {}  # value id read -> the group value it is
+            reshaped = []
+            # (Not a node feeding a reduction: it would be stored for it, where the reduction's own
+            # group computes it on chip from the product it loads anyway.)
+            if node.op != "reduce" and not any(c.op == "reduce" for c in consumers.get(node.outputs[0].id, ())):
+                for v in node.inputs:
+                    root = same_bytes_root(v, producer)
+                    p = producer.get(root.id) if root is not None else None
+                    if p is not None and id(p) in group_of and group_of[id(p)].kind in EPILOGUE_KINDS:
+                        aliased[v.id] = root
+                        reshaped.append(p)
+            for g in [group_of[id(n)] for n in direct + reshaped] + siblings:
+                if (g.space != space and tuple(space) not in g.alt_spaces
+                        and not (g.kind in EPILOGUE_KINDS and any(group_of[id(p)] is g for p in reshaped)
+                                 and math.prod(space) == math.prod(g.space))) or g in candidates:
                     continue
                 if g.kind in EPILOGUE_KINDS:  # an epilogue: elementwise consumers of the product only
                     if node.op == "reduce":
@@ -256,7 +298,8 @@ def partition(nodes: list, folded=(), sbuf_bytes: int = DEFAULT_SBUF_BYTES) -> l
                     continue  # a row node computes per row of one group
                 # Reading g's reduction, or g's value through a view op, needs g complete in HBM first
                 # (unless they are row-wise reads); another source depending on g would close a cycle.
-                bad = any(_bad_read(n, via, g, group_of, row_ok) for n, via in srcs)
+                bad = any(_bad_read(n, via and not (g.kind in EPILOGUE_KINDS and n in reshaped), g, group_of, row_ok)
+                          for n, via in srcs)
                 bad = bad or any(g.id in groups[h].deps for h in src_groups if h != g.id)
                 bad = bad or any(g.id in c.deps or c.id in g.deps for c in chosen)
                 bad = bad or len(g.nodes) + sum(len(c.nodes) for c in chosen) >= MAX_FUSED_NODES
@@ -280,6 +323,12 @@ def partition(nodes: list, folded=(), sbuf_bytes: int = DEFAULT_SBUF_BYTES) -> l
                                 lst.append(target)
                 target.nodes.append(node)
                 group_of[id(node)] = target
+                if target.kind in EPILOGUE_KINDS:
+                    for vid, root in aliased.items():
+                        if group_of.get(id(producer[root.id])) is target:
+                            target.aliases[vid] = root.id
+                    if tuple(space) != tuple(target.space):
+                        target.alt_spaces.add(tuple(space))
                 if dims is not None:
                     target.reduce_dims = dims
                 if any(row_ok.get(c.id) for c in chosen):

@@ -130,7 +130,7 @@ def aliases(node) -> bool:
     return node.op == "convert" and onchip_dtype(node.inputs[0].type.dtype) == onchip_dtype(node.outputs[0].type.dtype)
 
 
-def share_buffers(nodes, stored: set, deferrable: set = frozenset()) -> tuple[dict, int]:
+def share_buffers(nodes, stored: set, deferrable: set = frozenset(), reads_as: dict | None = None) -> tuple[dict, int]:
     """Assign node results to shared buffers by liveness within a tile.
 
     A value's buffer is free again once its last reader (or the last reader of a copy aliasing it)
@@ -146,10 +146,12 @@ def share_buffers(nodes, stored: set, deferrable: set = frozenset()) -> tuple[di
             owner[v.id] = owner.get(n.inputs[0].id, n.inputs[0].id) if aliases(n) else v.id
     last = {}
     end = len(nodes)
+    reads_as = reads_as or {}  # value read -> the value it is (a matmul epilogue's reshaped reads)
     for k, n in enumerate(nodes):
         for v in n.inputs:
-            if v.id in owner:
-                last[owner[v.id]] = max(last.get(owner[v.id], -1), k)
+            vid = reads_as.get(v.id, v.id)
+            if vid in owner:
+                last[owner[vid]] = max(last.get(owner[vid], -1), k)
     for vid in stored:
         if vid in owner:
             last[owner[vid]] = end

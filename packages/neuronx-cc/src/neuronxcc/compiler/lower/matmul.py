@@ -96,15 +96,19 @@ def lower_matmul(ctx, group) -> None:
     (lhs_view, ldims), (rhs_view, rdims) = (_hbm_operand(ctx, v) for v in dot.inputs)
     if not _merges_ok(dot, ldims, rdims):  # merged dims the canonical form cannot take: copy them dense
         (lhs_view, ldims), (rhs_view, rdims) = (_hbm_operand(ctx, v, merged=False) for v in dot.inputs)
-    produced = {v.id for n in group.nodes for v in n.outputs}
+    produced = {v.id for n in group.nodes for v in n.outputs} | set(group.aliases)
     leaves, seen = [], set()
     for n in epilogue:
         for v in n.inputs:
             if v.id not in produced and v.id not in seen:
                 seen.add(v.id)
                 leaves.append(v)
-    leaf_views = [ctx.resolve(v) for v in leaves]
-    args = (ctx, group, dot, epilogue, lhs_view, rhs_view, leaves, leaf_views, stores, dests)
+    # Epilogue nodes over a reshape of the product (``Group.alt_spaces``) see their operands and
+    # results as the product's shape: the same bytes in the same order.
+    shape = tuple(out.type.shape)
+    leaf_views = [_as_product(ctx, ctx.resolve(v), shape, f"_e{v.id}") for v in leaves]
+    args = (ctx, group, dot, epilogue, lhs_view, rhs_view, leaves, leaf_views, stores,
+            [_as_product(ctx, d, shape, None) for d in dests])
     lowering = MatmulLowering(*args, dims=(ldims, rdims))
     if lowering._vector_shape() is None and not lowering.merged:
         lowering = _maybe_pretranspose(lowering, args)
@@ -175,6 +179,21 @@ def _hbm_operand(ctx, v, merged: bool = True) -> tuple[View, list]:
     dense = ctx.internal(view.shape, view.dtype, f"_mm{v.id}")
     materialize(ctx, view, dense)
     return dense, list(dense.strides)
+
+
+def _as_product(ctx, view: View, shape: tuple, hint: str | None) -> View:
+    """``view`` (of an epilogue value's shape) reshaped to the product's ``shape`` (same element
+    count, row-major); a view strides cannot say so is copied dense first (``hint``: its name)."""
+    if tuple(view.shape) == shape:
+        return view
+    seen = view.reshape(shape)
+    if seen is None:
+        from .movement import materialize
+
+        dense = ctx.internal(view.shape, view.dtype, hint or "_e")
+        materialize(ctx, view, dense)
+        seen = dense.reshape(shape)
+    return seen
 
 
 def _merges_ok(dot, ldims, rdims) -> bool:
@@ -268,7 +287,7 @@ class MatmulLowering:
     def _epilogue_bytes(self) -> tuple[dict, int, int]:
         stored = {v.id for v in self.stores}
         self.defer = deferred.deferrable_values(self.epilogue, self.ctx.consumers, stored)
-        roles, role_bytes = share_buffers(self.epilogue, stored, self.defer)
+        roles, role_bytes = share_buffers(self.epilogue, stored, self.defer, self.group.aliases)
         per = role_bytes + 4 * max([temps_needed(n.op) for n in self.epilogue] + [0])
         per += sum(dtypes.itemsize(onchip_dtype(v.dtype)) for v in self.leaf_views if v.kind != "scalar")
         per += 2 * 4  # the evacuated product, a PSUM value stored
@@ -607,7 +626,8 @@ class MatmulLowering:
         psum = product
         out = self.out
         stored = {v.id for v in self.stores}
-        readers = [n for n in self.epilogue for x in n.inputs if x.id == out.id]
+        aliases = self.group.aliases
+        readers = [n for n in self.epilogue for x in n.inputs if aliases.get(x.id, x.id) == out.id]
         direct = (out.type.dtype == "float32" and out.id not in stored and len(readers) == 1
                   and readers[0].op in PSUM_READERS)
         if direct or (out.type.dtype == "float32" and psum.memory != PSUM):
@@ -620,7 +640,7 @@ class MatmulLowering:
             env[v.id] = self._leaf(k, v, view, box)
         for n in self.epilogue:
             em.location = n.location
-            env[n.outputs[0].id] = lower_node(tc, n, [env[x.id] for x in n.inputs])
+            env[n.outputs[0].id] = lower_node(tc, n, [env[aliases.get(x.id, x.id)] for x in n.inputs])
         for k, (v, dest) in enumerate(zip(self.stores, self.dests)):
             src = tc.full(env[v.id])
             if src.memory == PSUM:  # DMA cannot read PSUM: copy the value out first
