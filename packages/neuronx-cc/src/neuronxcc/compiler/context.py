@@ -46,6 +46,8 @@ class LoweringContext:
         input_names = self.input_names = {v.name for v in graph.inputs}
         self.claimed_outputs: set[int] = set()  # outputs some group stores straight into
         self.finished_outputs: set[int] = set()  # outputs copied into place (driver._finish_outputs)
+        self.ready_since: dict[int, int] = {}  # output id -> groups lowered when it became computable
+        self.groups_done = 0
         for v in graph.outputs:
             if v.name not in input_names:  # an input returned under its own name is already in place
                 self._declare(v.name, v.type.shape, v.type.dtype, "output")

@@ -66,6 +66,7 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
                                shapes=[str(v.type) for v in first.inputs], location=first.location) from err
         # Outputs that are views of what is computed by now are copied now: the copies overlap the
         # groups that follow instead of queueing up after the last one.
+        ctx.groups_done += 1
         _finish_outputs(ctx, ready_only=True)
     _finish_outputs(ctx)
     metadata = {"compiler": f"{COMPILER} {VERSION}", "groups": ctx.group_log}
@@ -84,8 +85,13 @@ def _finish_outputs(ctx, ready_only: bool = False) -> None:
     for v in ctx.graph.outputs:
         if v.name in input_names or v.id in ctx.finished_outputs:
             continue
-        if ready_only and not _computed(ctx, v):
-            continue
+        if ready_only:
+            if not _computed(ctx, v):
+                continue
+            # Copied one group later than it could be: the copy's trigger (in an engine's in-order
+            # stream) then finds its source stored and holds up none of the next group's loads.
+            if ctx.ready_since.setdefault(v.id, ctx.groups_done) >= ctx.groups_done:
+                continue
         ctx.finished_outputs.add(v.id)
         node = ctx.producer.get(v.id)
         ctx.em.location = node.location if node is not None else None
