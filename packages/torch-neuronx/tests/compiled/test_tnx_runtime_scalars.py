@@ -79,3 +79,13 @@ def test_a_call_that_cannot_compile_falls_back_with_the_callers_number(neuron, m
     y = x.clone().to(neuron)
     y.div_(0.731)
     assert_equal(y, x / 0.731)
+
+
+def test_signed_zeros_and_nan_scalars_keep_their_values(neuron):
+    x = torch.tensor([-2.0, 3.0, 0.0])
+    xd = x.to(neuron)
+    for v in (0.0, -0.0, 0.0, float("nan"), float("nan"), -0.0):
+        assert_equal(xd / v, x / v)  # +-inf: the zero's sign
+        product = (xd * v).cpu()
+        assert_equal(product, x * v)
+        assert torch.equal(product.signbit(), (x * v).signbit())

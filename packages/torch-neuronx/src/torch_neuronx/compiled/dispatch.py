@@ -33,7 +33,7 @@ from .dtypes import NotLowerable
 from .empty import EmptyOperand, run_without_kernel
 from .launch import launch
 from .signature import call_signature
-from .variants import RUNTIME_SCALARS, arguments_by_name, functional_variant, mutated_arguments, scalar_overload, with_argument
+from .variants import RUNTIME_SCALARS, argument, functional_variant, mutated_arguments, scalar_overload, with_argument
 
 BACKEND_ENV = "TORCH_NEURONX_EAGER_BACKEND"
 STRICT_ENV = "TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS"
@@ -160,17 +160,26 @@ def neuron_kernel(op, *args, **kwargs):
 
 def _runtime_scalar(op, name: str, args, kwargs):
     """The float Scalar ``name`` of a call over float32 neuron tensors as a 0-d device tensor."""
-    value = arguments_by_name(op, args, kwargs).get(name)
+    value = argument(op, args, kwargs, name)
     if type(value) is not float:
         return args, kwargs
-    tensors = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor)]
+    tensors = [x for x in _leaves(args, kwargs) if isinstance(x, torch.Tensor)]
     if not tensors or any(t.dtype != torch.float32 or t.device.type != "neuron" for t in tensors):
         return args, kwargs
     scalar = _device_scalar(value, tensors[0].device)
     return with_argument(op, args, kwargs, name, scalar)
 
 
-_SCALARS: OrderedDict = OrderedDict()  # (device, stream, fp32 bits) -> 0-d device tensor
+def _leaves(args, kwargs):
+    """The values of a call's arguments, with those of list arguments (an ATen call nests no deeper)."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, (list, tuple)):
+            yield from value
+        else:
+            yield value
+
+
+_SCALARS: OrderedDict = OrderedDict()  # (device, stream, float.hex()) -> 0-d device tensor
 _SCALARS_KEPT = 256
 _SCALARS_LOCK = threading.Lock()
 
@@ -182,14 +191,15 @@ def _device_scalar(value: float, device: torch.device) -> torch.Tensor:
     upload; dropped at ``torch.neuron.synchronize()``, a stream's synchronize and
     ``torch_neuronx.empty_cache()``, so a synchronized program's ``memory_allocated()`` holds
     only its own tensors."""
-    host = torch.tensor(value, dtype=torch.float32)
-    key = (device.index, _state.shim().current_stream_id(device.index), host.view(torch.int32).item())
+    # Keyed by the float's exact text (0.0 and -0.0 differ; every NaN is "nan"): two floats that
+    # round to one fp32 value get an upload each, which is only a little waste.
+    key = (device.index, _state.shim().current_stream_id(device.index), value.hex())
     with _SCALARS_LOCK:
         found = _SCALARS.get(key)
         if found is not None:
             _SCALARS.move_to_end(key)
             return found
-    uploaded = host.to(device)
+    uploaded = torch.tensor(value, dtype=torch.float32).to(device)
     with _SCALARS_LOCK:
         _SCALARS[key] = uploaded
         if len(_SCALARS) > _SCALARS_KEPT:

@@ -66,17 +66,32 @@ def functional_variant(op):
     return None
 
 
+@functools.cache
+def positional_names(op) -> tuple[str, ...]:
+    """The names of ``op``'s positional arguments (reading the schema builds new objects each time)."""
+    return tuple(a.name for a in op._schema.arguments if not a.kwarg_only)
+
+
 def arguments_by_name(op, args, kwargs) -> dict:
     """The call's argument values by schema name."""
-    positional = [a for a in op._schema.arguments if not a.kwarg_only]
-    values = {a.name: v for a, v in zip(positional, args)}
+    values = dict(zip(positional_names(op), args))
     values.update(kwargs)
     return values
 
 
+def argument(op, args, kwargs, name: str):
+    """The value of argument ``name`` in a call of ``op`` (None if not given)."""
+    positional = positional_names(op)
+    if name in positional:
+        i = positional.index(name)
+        if i < len(args):
+            return args[i]
+    return kwargs.get(name)
+
+
 def with_argument(op, args, kwargs, name: str, value):
     """``args, kwargs`` of a call of ``op`` with argument ``name`` set to ``value``."""
-    positional = [a.name for a in op._schema.arguments if not a.kwarg_only]
+    positional = positional_names(op)
     if name in positional and positional.index(name) < len(args):
         i = positional.index(name)
         return (*args[:i], value, *args[i + 1:]), kwargs

@@ -9,7 +9,7 @@ import torch
 from .. import _state
 from ..compiled import adaptive, dispatch
 from . import costs, fallback, tracking
-from .host import host_view, is_neuron, worker_task
+from .host import host_copy, host_snapshot, host_view, is_neuron, worker_task
 
 _CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 
@@ -39,35 +39,40 @@ def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False)
     if is_neuron(dst) and not is_neuron(self):  # host -> device
         # Snapshot the source unless it is pinned and the copy non-blocking (then the caller must
         # keep it unchanged until the stream reaches the copy, as with CUDA).
-        src = self if non_blocking and self.is_pinned() else self.clone()
-        if adaptive.enabled() and not (dst.is_conj() or dst.is_neg()) and adaptive.defer_upload(dst, src):
-            return dst  # uploaded just before the stream's pending run is launched
-        submit_upload(_queue_of(dst), dst, src)
+        upload(dst, self if non_blocking and self.is_pinned() else host_snapshot(self))
         return dst
     if is_neuron(self) and not is_neuron(dst):  # device -> host
         source = _math_view(host_view(self), self)
         queue = _queue_of(self)
         if non_blocking:
-            queue.submit(worker_task(lambda: dst.copy_(source)), device_time_ns=costs.host_copy_ns(nbytes), name="copy_d2h",
+            queue.submit(worker_task(lambda: host_copy(dst, source)), device_time_ns=costs.host_copy_ns(nbytes), name="copy_d2h",
                          kind="copy", context=f"copy {list(self.shape)} {self.device} -> host")
         else:
-            dst.copy_(_read_now(self, f"copy {list(self.shape)} {self.device} -> host"))
+            host_copy(dst, _read_now(self, f"copy {list(self.shape)} {self.device} -> host"))
         return dst
     # device -> device
     source = _math_view(host_view(self), self)
     target = _math_view(host_view(dst), dst)
     if self.device != dst.device:  # another core's memory: wait for its producer, then copy
         _queue_of(self).synchronize()
-        source = source.clone()
-    _queue_of(dst).submit(worker_task(lambda: target.copy_(source)), device_time_ns=costs.device_copy_ns(nbytes, _dma_bytes_per_ns()),
+        source = host_snapshot(source)
+    _queue_of(dst).submit(worker_task(lambda: host_copy(target, source)), device_time_ns=costs.device_copy_ns(nbytes, _dma_bytes_per_ns()),
                           name="copy_d2d", kind="copy", context=f"copy {list(self.shape)} {self.device} -> {dst.device}")
     return dst
+
+
+def upload(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """Copy host tensor ``src`` (which nothing writes until the copy ran) into device tensor
+    ``dst``, ordered on ``dst``'s stream; under adaptive eager, just before its pending run."""
+    if adaptive.enabled() and not (dst.is_conj() or dst.is_neg()) and adaptive.defer_upload(dst, src):
+        return
+    submit_upload(_queue_of(dst), dst, src)
 
 
 def submit_upload(queue, dst: torch.Tensor, src: torch.Tensor) -> None:
     """Queue the copy of host tensor ``src`` into device tensor ``dst`` over the host link."""
     target = _math_view(host_view(dst), dst)
-    queue.submit(worker_task(lambda: target.copy_(src)), device_time_ns=costs.host_copy_ns(src.numel() * src.element_size()),
+    queue.submit(worker_task(lambda: host_copy(target, src)), device_time_ns=costs.host_copy_ns(src.numel() * src.element_size()),
                  name="copy_h2d", kind="copy", context=f"copy {list(src.shape)} host -> {dst.device}")
 
 
@@ -220,7 +225,7 @@ def native_dropout(input, p, train=None):
         with fallback.device_generator(input.device) as generator:
             drawn.bernoulli_(p1m, generator=generator)
         mask = torch.empty_like(input, dtype=torch.bool)
-        mask.copy_(drawn)
+        upload(mask, drawn)  # ``drawn`` is ours: no snapshot of it, as copy_ would make
         return input.mul(mask).mul_(scale), mask
     return input.clone(), torch.ones_like(input, dtype=torch.bool)
 
