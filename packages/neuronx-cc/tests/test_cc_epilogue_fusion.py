@@ -113,10 +113,10 @@ def test_residual_and_earlier_group_values_are_loaded_per_tile():
     g = Graph("residual")
     x = g.add_input("x", (130, 96), "float32")
     w = g.add_input("w", (96, 96), "float32")
-    h = g.add1("exp", g.add1("multiply", x, x))  # a fused group computed first
-    y = g.add1("dot_general", x, w, lhs_contract=(1,), rhs_contract=(0,))
+    h = g.add1("exp", g.add1("multiply", x, x))  # a fused group computed first (read by a reduction
+    y = g.add1("dot_general", x, w, lhs_contract=(1,), rhs_contract=(0,))  # too: not recomputed in the epilogue)
     out = g.add1("add", g.add1("add", y, x), h)
-    g.set_outputs([out], ["out"])
+    g.set_outputs([out, g.add1("reduce", h, kind="sum", dims=(1,))], ["out", "hsum"])
     groups = kinds(g)
     assert groups[-1] == ("matmul", ["dot_general", "add", "add"])
     inputs = integer_inputs(g, low=-1, high=1)

@@ -49,3 +49,43 @@ def test_reshaped_epilogue_value_read_outside_is_stored_in_its_own_shape():
 
     g = linear_then(build)
     check(g, rtol=1e-5, atol=1e-4)
+
+
+def _gelu_grad_of(g, h):
+    """d gelu(h) / dh as the graph spells it: 0.5 (1 + erf(h / sqrt2)) + h exp(-h^2 / 2) / sqrt(2 pi)."""
+    import numpy as np
+
+    def c(value):
+        k = g.add1("constant", value=np.float32(value))
+        return g.add1("broadcast_in_dim", k, shape=h.type.shape, dims=())
+
+    cdf = g.add1("multiply", g.add1("add", g.add1("erf", g.add1("multiply", h, c(0.7071067811865476))), c(1.0)), c(0.5))
+    pdf = g.add1("multiply", g.add1("exp", g.add1("multiply", g.add1("multiply", h, h), c(-0.5))), c(0.3989422804014327))
+    return g.add1("add", cdf, g.add1("multiply", h, pdf))
+
+
+def test_chain_on_inputs_read_only_by_the_epilogue_is_recomputed_in_it():
+    """GELU's derivative of a saved activation, times the incoming gradient's matmul: computed in the
+    matmul's epilogue from the activation (no pass of its own, no HBM round trip)."""
+    shape = (4, 128, 256)
+    g = Graph("gelu_backward")
+    dy = g.add_input("dy", (512, 64), "float32")
+    w = g.add_input("w", (64, 256), "float32")
+    h = g.add_input("h", shape, "float32")
+    p = g.add1("reshape", g.add1("dot_general", dy, w, lhs_contract=(1,), rhs_contract=(0,)), shape=shape)
+    g.set_outputs([g.add1("multiply", p, _gelu_grad_of(g, h))], ["out"])
+    kinds = _kinds(g)
+    assert len(kinds) == 1 and kinds[0][0] == "matmul" and kinds[0][1][0] == "dot_general"
+    program = check(g, rtol=1e-5, atol=1e-5)
+    assert not [t for t in program.tensors if t.kind == "internal"]
+
+
+def test_chains_sharing_only_constants_are_not_fused_together():
+    """Two layers' chains read the same constants but nothing else in common: separate groups, so
+    each can join the epilogue that reads it."""
+    g = Graph("two")
+    a = g.add_input("a", (128, 256), "float32")
+    b = g.add_input("b", (128, 256), "float32")
+    g.set_outputs([_gelu_grad_of(g, a), _gelu_grad_of(g, b)], ["ga", "gb"])
+    assert len(_kinds(g)) == 2
+    check(g, rtol=1e-6, atol=1e-6)

@@ -25,7 +25,10 @@
   reshapes that keep the value's bytes in order (``[B*T, N] -> [B, T, N]``, every linear layer's
   output): the node runs on the product's tiles all the same (``Group.aliases``), unless a
   reduction reads it (then it would be stored for that reduction's group, which computes it on
-  chip from the product it loads anyway).
+  chip from the product it loads anyway). A fused group over the same shape reading graph inputs
+  only, whose values nothing else reads (GELU's derivative of a saved activation), is absorbed into
+  the epilogue that reads it: recomputed on the engines waiting for TensorE, no HBM round trip.
+  Groups that share only constants are not fused horizontally (constants are never loaded).
 * every other op is a group of its own kind (``argreduce``, ``cumsum``, ``concatenate``, ``pad``,
   ``gather``, ``scatter``, ...), looked up in ``OP_KINDS``; new lowerings register a kind there
   and a lowering in ``lower.LOWERINGS``.
@@ -314,6 +317,9 @@ def partition(nodes: list, folded=(), sbuf_bytes: int = DEFAULT_SBUF_BYTES) -> l
                     chosen.append(g)
             if chosen:
                 target = chosen[0]
+                if target.kind in EPILOGUE_KINDS:
+                    for h in _absorbable(node, srcs, target, space, group_of, consumers):
+                        _absorb(groups, group_of, readers, target, h)
                 for other in chosen[1:]:
                     _merge(groups, group_of, target, other, position)
                     for lst in readers.values():
@@ -348,6 +354,8 @@ def partition(nodes: list, folded=(), sbuf_bytes: int = DEFAULT_SBUF_BYTES) -> l
         if target.kind == "fused":
             for v in node.inputs:
                 src = producer.get(v.id)
+                if _generated(v, producer, folded):
+                    continue  # constants cost no load: sharing one is no reason to fuse groups
                 if src is None or group_of.get(id(src)) is not target:
                     readers.setdefault(v.id, [])
                     if target not in readers[v.id]:
@@ -357,6 +365,44 @@ def partition(nodes: list, folded=(), sbuf_bytes: int = DEFAULT_SBUF_BYTES) -> l
                 target.direct.add(h)
                 target.deps |= {h} | groups[h].deps
     return _ordered(list(groups.values()), position)
+
+
+def _absorbable(node, srcs, target: Group, space, group_of, consumers) -> list[Group]:
+    """Fused groups an epilogue node reads that are better recomputed inside the epilogue: an
+    elementwise chain over the node's shape on graph inputs only (GELU's derivative of a saved
+    activation), read by nothing but this node. It then runs on the engines that wait for TensorE
+    anyway, and its result never goes through HBM."""
+    out = []
+    for n, via in srcs:
+        h = group_of[id(n)]
+        if via or h is target or h in out or h.kind != "fused" or h.rowwise or h.deps or h.reduce_dims:
+            continue
+        if tuple(h.space) != tuple(space) or len(target.nodes) + len(h.nodes) + 1 >= MAX_FUSED_NODES:
+            continue
+        members = {id(m) for m in h.nodes} | {id(node)}
+        if all(consumers.get(v.id) and all(id(c) in members for c in consumers[v.id])
+               for m in h.nodes for v in m.outputs):
+            out.append(h)
+    return out
+
+
+def _absorb(groups, group_of, readers, target: Group, h: Group) -> None:
+    """Move ``h``'s nodes into epilogue group ``target``, right after its dot (they read no result
+    of it, and nodes after them read theirs)."""
+    target.nodes[1:1] = h.nodes
+    for n in h.nodes:
+        group_of[id(n)] = target
+    del groups[h.id]
+    for lst in readers.values():
+        if h in lst:
+            lst.remove(h)
+
+
+def _generated(v, producer, folded) -> bool:
+    """Whether ``v`` is a constant or iota (seen through view ops): made on chip, never loaded."""
+    root, _ = view_chain(v, producer)
+    node = producer.get(root.id)
+    return root.id in folded or (node is not None and node.op in LEAF_OPS)
 
 
 def _bad_read(n, via: bool, g: Group, group_of, row_ok: dict) -> bool:
