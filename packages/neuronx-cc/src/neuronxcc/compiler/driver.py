@@ -17,6 +17,7 @@ from .fold import fold_constants
 from .fusion import LEAF_OPS, VIEW_OPS, live_nodes, partition
 from .lower import LOWERINGS, load_all
 from .lower.movement import materialize
+from .sbuf import SpacedAllocator
 
 COMPILER = "neuronx-cc"
 VERSION = "2.32.0+sim"
@@ -49,10 +50,12 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
     folded = fold_constants(nodes)
     groups = partition(nodes, folded, arch.sbuf_usable_bytes_per_partition)
     builder = ProgramBuilder(name or graph.name, arch)
+    builder.sbuf_allocator = spaced = SpacedAllocator(builder.sbuf_allocator)
     ctx = LoweringContext(graph, arch, builder, nodes, folded)
     for group in groups:
         first = group.nodes[0]
         ctx.em.location = first.location
+        spaced.new_group()
         try:
             LOWERINGS[group.kind](ctx, group)
         except CompileError:

@@ -107,3 +107,55 @@ def broadcast(col: AccessPattern, counts) -> AccessPattern:
 
 
 __all__ = ["Scope", "TileRing", "tile_ap", "column", "broadcast", "SBUF", "PSUM", "PARTITIONS"]
+
+
+class SpacedAllocator:
+    """The program's SBUF allocator, placing each group's tiles clear of the previous group's.
+
+    First-fit alone hands a group the addresses the group before it just released, so the new
+    group's first loads wait (WAR) for the old group's last reads and consecutive groups cannot
+    overlap even when they are independent. At a group's start a *spacer* - a block no instruction
+    touches - reserves the previous group's region, so the new tiles land above it; the spacer is
+    dropped as soon as an allocation would not fit otherwise (then tiles overlap as before).
+    """
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.spacer: int | None = None
+        self.group_high = 0  # highest byte the current group's tiles reach
+
+    def __getattr__(self, name):  # used, peak, capacity...: the wrapped allocator's
+        return getattr(self.inner, name)
+
+    def allocate(self, nbytes: int, what: str = "tile") -> int:
+        from neuron_sim import ValidationError
+
+        try:
+            offset = self.inner.allocate(nbytes, what)
+        except ValidationError:
+            if self.spacer is None:
+                raise
+            self._drop_spacer()
+            offset = self.inner.allocate(nbytes, what)
+        self.group_high = max(self.group_high, offset + nbytes)
+        return offset
+
+    def free(self, offset: int) -> None:
+        self.inner.free(offset)
+
+    def new_group(self) -> None:
+        """Reserve what the previous group used (its tiles are released by now)."""
+        from neuron_sim import ValidationError
+
+        self._drop_spacer()
+        high, self.group_high = self.group_high, 0
+        if high:
+            try:
+                self.spacer = self.inner.allocate(high, "spacer")
+            except ValidationError:
+                self.spacer = None
+
+    def _drop_spacer(self) -> None:
+        if self.spacer is not None:
+            self.inner.free(self.spacer)
+            self.spacer = None
