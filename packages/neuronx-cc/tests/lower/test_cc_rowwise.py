@@ -170,3 +170,17 @@ def test_weights_broadcast_to_every_row_are_loaded_once():
     read, written = _hbm_bytes(program)
     assert read == 4 * 130 * 256 + 2 * 4 * 128 * 256  # x once; w and b once, on 128 partitions
     assert written == 4 * 130 * 256
+
+
+def test_many_small_row_tiles_in_flight_beat_three(monkeypatch):
+    """Softmax over 128-long rows: one row per partition, a dozen small dependent instructions per
+    tile; keeping more tiles in flight (``rowwise.BUFFERS``) hides their latency."""
+    from neuronxcc.compiler import compile_graph
+    from neuronxcc.compiler.lower import rowwise
+
+    g = softmax((32, 128, 128))
+    arch = get_architecture("trn2")
+    deep = estimate(check(g, rtol=1e-6, atol=1e-7), arch).total_ns
+    monkeypatch.setattr(rowwise, "BUFFERS", 3)
+    shallow = estimate(compile_graph(g), arch).total_ns
+    assert deep < shallow

@@ -36,7 +36,10 @@ from . import reduce as reduce_lowering
 from .elementwise_ops import lower_node, temps_needed
 from .tiles import TileCtx
 
-BUFFERS = 3
+# Tiles in flight (ring slots per role). A row-wise tile is small (one row per partition: a 128-long
+# softmax row is 512 bytes) and its chain of a dozen dependent instructions is latency-bound, so many
+# tiles in flight keep the engines busy; fewer are used when rows are long (see lower_rowwise).
+BUFFERS = 8
 # Rows at least this long get a partition each (tile = [128 rows, row]): row values are then [P, 1]
 # columns, so the ops that read them are tensor_scalar (per-partition operand) rather than
 # tensor_tensor over a stride-0 pattern, and a block of 128 rows is a tile the loop can pipeline.
