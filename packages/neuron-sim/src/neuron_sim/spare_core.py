@@ -2,10 +2,11 @@
 
 The executor normally runs beside the thread that issues ops, one core each, so it computes on
 one thread. When that thread blocks until the device catches up (``synchronize()``, ``.item()``,
-an event), its core is free: then the executor splits large matmuls and elementwise passes into
-two halves and runs them at once. The halves are the same whether they run at once or one after
+an event), its core is free: then the executor computes large matmuls and composite activations
+(erf, GELU) as two halves at once. The halves are the same whether they run at once or one after
 the other, so results never depend on timing; only the split itself (chosen from shapes alone)
-decides the arithmetic.
+decides the arithmetic. A single numpy ufunc is not split: handing half of it to another thread
+cost more than it saved (memory bandwidth, not the core, bounds it).
 """
 
 from __future__ import annotations

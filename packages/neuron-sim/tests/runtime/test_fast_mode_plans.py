@@ -169,26 +169,3 @@ def test_errors_name_the_op_as_before():
     with pytest.raises(type(ref_err.value)) as got_err:
         FastExecutor().run(type("P", (), {"graph": g, "name": "bad"})(), dict(bufs))
     assert str(got_err.value) == str(ref_err.value)
-
-
-def test_large_elementwise_steps_split_across_a_free_core_give_the_same_bits(monkeypatch):
-    # Operands broadcast along the split axis (a row vector, a [1, n] row, a scalar) and in full.
-    from neuron_sim import spare_core
-    from neuron_sim.graph import plan
-
-    g = Graph("halves")
-    x = g.add_input("x", (300, 1024), "float32")
-    row = g.add_input("row", (1024,), "float32")
-    one_row = g.add_input("one_row", (1, 1024), "float32")
-    y = g.add1("multiply", x, g.add1("broadcast_in_dim", row, shape=(300, 1024), dims=(1,)))
-    y = g.add1("add", y, g.add1("broadcast_in_dim", one_row, shape=(300, 1024), dims=(0, 1)))
-    y = g.add1("tanh", g.add1("subtract", y, x))
-    g.set_outputs([y], ["y"])
-    inputs = {"x": _values((300, 1024), 5), "row": _values((1024,), 6), "one_row": _values((1, 1024), 7)}
-    halves = []
-    original = spare_core.run_halves
-    monkeypatch.setattr(spare_core, "available", lambda: True)
-    monkeypatch.setattr(spare_core, "run_halves", lambda a, b: (halves.append(1), original(a, b)))
-    assert 300 * 1024 >= plan.SPLIT_MIN_ELEMENTS
-    _compare(g, inputs)
-    assert len(halves) >= 3  # multiply, add, subtract and tanh ran as halves

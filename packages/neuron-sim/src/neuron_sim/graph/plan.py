@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from .. import dtypes, spare_core
+from .. import dtypes
 from ..errors import ExecutionError, NeuronSimError, ValidationError
 from . import ops as graph_ops
 from .blas import matmul_into
@@ -264,7 +264,7 @@ class Plan:
                     out = targets.get(direct) if direct else None
                     if out is None:
                         out = lent.array(shape, count)
-                    _elementwise(fn, (a, b), out)
+                    fn(a, b, out=out)
                     env[out_id] = out
                     return
         elif kind == "unary":
@@ -273,7 +273,7 @@ class Plan:
                 out = targets.get(direct) if direct else None
                 if out is None:
                     out = lent.array(shape, count)
-                _elementwise(fn, (a,), out)
+                fn(a, out=out)
                 env[out_id] = out
                 return
         elif kind == "dot":
@@ -292,27 +292,6 @@ class Plan:
         # A fast step whose operands turned out not to be fp32: the op's own definition.
         results = graph_ops.OPS[node.op].evaluate([env[i] for i in in_ids], node.attrs, [v.type for v in node.outputs])
         env[out_id] = results[0]
-
-
-# Elementwise steps over at least this many elements run as two halves (of the leading axis) at
-# once while a core is free: each half is ~0.1 ms of numpy work, which releases the GIL.
-SPLIT_MIN_ELEMENTS = 1 << 17
-
-
-def _elementwise(ufunc, operands, out: np.ndarray) -> None:
-    """``ufunc(*operands, out=out)``; operands broadcast to ``out``. Elementwise, so the halves give
-    the same bits as one call."""
-    rows = out.shape[0] if out.ndim else 0
-    if out.size < SPLIT_MIN_ELEMENTS or rows < 2 or not spare_core.available():
-        ufunc(*operands, out=out)
-        return
-    cut = rows // 2
-
-    def half(part):
-        return [x[part] if x.ndim == out.ndim and x.shape[0] == rows else x for x in operands]
-
-    first, second = half(slice(None, cut)), half(slice(cut, None))
-    spare_core.run_halves(lambda: ufunc(*first, out=out[:cut]), lambda: ufunc(*second, out=out[cut:]))
 
 
 def _dot_into(arrays, attrs, out: np.ndarray) -> None:
