@@ -8,9 +8,9 @@ Two pieces split at |x| = 0.875 (coefficients from ``tools/fit_erf.py``):
   small there, so the rounding of x*x costs less than an ulp of the result; from |x| ~ 3.92 the
   result rounds to +-1.
 
-Both pieces are evaluated over the whole array and one is selected per element: cheaper in numpy
-than gathering each piece's elements. This is about 3x faster than evaluating in float64, and
-erf is most of a GELU's cost.
+The near piece is evaluated over the whole array, the far one only on the elements beyond the
+split (gathered, then written back). This is 3-6x faster than evaluating in float64, and erf is
+most of a GELU's cost.
 """
 
 from __future__ import annotations
@@ -38,23 +38,37 @@ def _horner(coefficients: np.ndarray, v: np.ndarray) -> np.ndarray:
     return result
 
 
+def _near(x: np.ndarray) -> np.ndarray:
+    near = _horner(_NEAR, x * x)
+    near *= x
+    near += x
+    return near
+
+
+def _far(x: np.ndarray) -> np.ndarray:
+    u = np.abs(x)
+    u += _ONE
+    np.reciprocal(u, out=u)
+    far = _horner(_FAR, u)
+    gauss = x * x
+    np.negative(gauss, out=gauss)
+    np.exp(gauss, out=gauss)
+    far *= gauss
+    np.subtract(_ONE, far, out=far)
+    np.copysign(far, x, out=far)
+    return far
+
+
 def erf(x) -> np.ndarray:
     """erf of ``x`` (cast to float32), as float32. NaN stays NaN; +-inf gives +-1."""
     x = np.asarray(x, dtype=np.float32)
     shape = x.shape
     x = x.reshape(-1)  # 0-d operands would turn into scalars, which the in-place steps cannot write
-    with np.errstate(invalid="ignore", over="ignore"):  # the near piece at +-inf: not selected
-        square = x * x
-        near = _horner(_NEAR, square)
-        near *= x
-        near += x
-        magnitude = np.abs(x)
-        u = magnitude + _ONE
-        np.reciprocal(u, out=u)
-        far = _horner(_FAR, u)
-        np.negative(square, out=square)
-        np.exp(square, out=square)
-        far *= square
-        np.subtract(_ONE, far, out=far)
-        np.copysign(far, x, out=far)
-    return np.where(magnitude < _SPLIT, near, far).reshape(shape)
+    with np.errstate(invalid="ignore", over="ignore"):  # the near piece at +-inf: replaced
+        result = _near(x)
+        # The far piece costs twice the near one and activations are mostly near 0 (GELU's
+        # inputs): evaluate it only on the elements that need it.
+        far = np.flatnonzero(np.abs(x) >= _SPLIT)
+        if far.size:
+            result[far] = _far(x[far])
+    return result.reshape(shape)
