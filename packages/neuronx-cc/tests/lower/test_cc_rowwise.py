@@ -184,3 +184,23 @@ def test_many_small_row_tiles_in_flight_beat_three(monkeypatch):
     monkeypatch.setattr(rowwise, "BUFFERS", 3)
     shallow = estimate(compile_graph(g), arch).total_ns
     assert deep < shallow
+
+
+def test_converted_mask_joins_the_softmax_that_reads_it():
+    """softmax(x) * float(mask): the convert's group merges into the row-wise group that reads it
+    (the bool mask is loaded there; its float copy never goes through HBM)."""
+    from neuronxcc.compiler import compile_graph
+
+    shape = (4, 64, 128)
+    g = Graph("masked_softmax")
+    m = g.add_input("m", shape, "bool")
+    mf = g.add1("convert", m, dtype="float32")  # first in graph order: a group of its own at first
+    x = g.add_input("x", shape, "float32")
+    mx = g.add1("reduce", x, kind="max", dims=(2,))
+    e = g.add1("exp", g.add1("subtract", x, _back(g, mx, shape)))
+    s = g.add1("reduce", e, kind="sum", dims=(2,))
+    y = g.add1("multiply", g.add1("divide", e, _back(g, s, shape)), mf)
+    g.set_outputs([y], ["out"])
+    program = check(g, rtol=1e-6, atol=1e-7)
+    assert len(compile_graph(g).metadata["groups"]) == 1
+    assert not [t for t in program.tensors if t.kind == "internal"]

@@ -311,8 +311,10 @@ def partition(nodes: list, folded=(), sbuf_bytes: int = DEFAULT_SBUF_BYTES) -> l
                     row_ids = g.row_nodes.union(*(c.row_nodes for c in chosen))
                     if g.id in row_role:
                         row_ids = row_ids | {id(node)}
-                    bad = not (_row_capable(members, g.space, g.reduce_dims or dims)
-                               and _row_fits(members, row_ids, g.space, g.reduce_dims or dims, producer, sbuf_bytes))
+                    # the row group's reduced dims, whichever of the groups being joined holds them
+                    rdims = g.reduce_dims or next((c.reduce_dims for c in chosen if c.reduce_dims), None) or dims
+                    bad = not (_row_capable(members, g.space, rdims)
+                               and _row_fits(members, row_ids, g.space, rdims, producer, sbuf_bytes))
                 if not bad:
                     chosen.append(g)
             if chosen:
