@@ -65,3 +65,20 @@ def test_repeated_outputs_and_an_input_returned_under_its_own_name():
     g.set_outputs([e, e, x, x], ["a", "b", "c", "x"])
     program = check(g)
     assert program.tensor("x").kind == "inout" and program.tensor("c").kind == "output"
+
+
+def test_concatenated_head_merge_is_copied_once():
+    """concatenate(reshape(transpose(reshape(x)))) where the last reshape has no strides (attention's
+    heads merged back): the operand is written from its source straight into its slab, not first
+    into a dense scratch tensor."""
+    from neuron_sim.isa import DmaCopy
+
+    g = Graph("heads")
+    x = g.add_input("x", (2 * 4, 16, 8), "float32")  # [B*H, T, D]
+    y = g.add_input("y", (2, 16, 32), "float32")
+    heads = g.add1("reshape", g.add1("transpose", g.add1("reshape", x, shape=(2, 4, 16, 8)), perm=(0, 2, 1, 3)),
+                   shape=(2, 16, 32))
+    g.set_outputs([g.add1("concatenate", heads, y, dim=2)], ["out"])
+    program = check(g)
+    assert not [t for t in program.tensors if t.kind == "internal"]
+    assert sum(isinstance(i, DmaCopy) for i in program.instructions) <= 3

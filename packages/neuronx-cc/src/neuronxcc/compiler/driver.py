@@ -16,7 +16,7 @@ from .errors import CompileError
 from .fold import fold_constants
 from .fusion import LEAF_OPS, VIEW_OPS, live_nodes, partition
 from .lower import LOWERINGS, load_all
-from .lower.movement import materialize
+from .lower.movement import materialize, materialize_value
 from .sbuf import SpacedAllocator
 
 COMPILER = "neuronx-cc"
@@ -104,7 +104,7 @@ def _finish_outputs(ctx, ready_only: bool = False) -> None:
             if view is None and node is not None and node.op == "reshape" and v.id not in ctx.folded:
                 src = ctx.resolve(node.inputs[0])
                 if src.reshape(tuple(v.type.shape)) is None:  # no strides say it: copy the source in
-                    materialize(ctx, src, dest.reshape(tuple(src.shape)))
+                    materialize_value(ctx, v, dest)
                     ctx.views[v.id] = dest
                     continue
             view = ctx.resolve(v)

@@ -38,6 +38,21 @@ TRANSPOSE_STRIP_BYTES = 16384  # per partition: the rows one load DMA brings in
 TRANSPOSE_BUFFERS = 3
 
 
+def materialize_value(ctx, v, dst: View) -> None:
+    """Write value ``v`` into ``dst``. A reshape that strides cannot say (``ctx.resolve`` would copy
+    it dense into a scratch tensor first) is written from its source into ``dst`` seen in the
+    source's shape, when strides can say that: one copy instead of two."""
+    node = ctx.producer.get(v.id)
+    if v.id not in ctx.views and node is not None and node.op == "reshape" and v.id not in ctx.folded:
+        src = ctx.resolve(node.inputs[0])
+        if src.reshape(tuple(v.type.shape)) is None:
+            seen = dst.reshape(tuple(src.shape))
+            if seen is not None:
+                materialize(ctx, src, seen)
+                return
+    materialize(ctx, ctx.resolve(v), dst)
+
+
 def materialize(ctx, src: View, dst: View) -> None:
     if src.num_elements == 0:
         return
@@ -196,7 +211,7 @@ def lower_concatenate(ctx, group) -> None:
         if n:
             start = [pos if d == dim else 0 for d in range(rank)]
             limit = [pos + n if d == dim else out.type.shape[d] for d in range(rank)]
-            materialize(ctx, ctx.resolve(v), dest.slice(start, limit))
+            materialize_value(ctx, v, dest.slice(start, limit))
         pos += n
     ctx.views[out.id] = dest
 
