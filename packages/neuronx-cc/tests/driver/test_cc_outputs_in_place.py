@@ -49,3 +49,15 @@ def test_transposed_output_is_copied_before_later_groups():
     last_store = max(k for k, i in enumerate(program.instructions) if isinstance(i, DmaCopy)
                      and i.dst.memory == HBM and i.dst.tensor == "later")
     assert writes and max(writes) < last_store
+
+
+def test_reshape_copy_that_is_an_output_is_made_once():
+    """A reshape no strides express, read by a matmul and returned: copied once, into the output."""
+    g = Graph("merged")
+    x = g.add_input("x", (2, 4, 64, 32), "float32")  # [B, H, T, D]
+    w = g.add_input("w", (128, 64), "float32")
+    y = g.add1("reshape", g.add1("transpose", x, perm=(0, 2, 1, 3)), shape=(128, 128))  # [B*T, H*D]
+    p = g.add1("dot_general", y, w, lhs_contract=(1,), rhs_contract=(0,))
+    g.set_outputs([p, y], ["p", "y"])
+    program = check(g, rtol=1e-5, atol=1e-4)
+    assert not [t for t in program.tensors if t.kind == "internal"]

@@ -175,7 +175,13 @@ class LoweringContext:
         if view is None:  # no strides express it: copy the operand into contiguous order first
             from .lower.movement import materialize
 
-            dense = self.internal(src.shape, src.dtype, f"_r{node.outputs[0].id}")
+            out = node.outputs[0]
+            if out.id in self.output_names and self.output_names[out.id] not in self.input_names:
+                # a graph output: the copy goes where the output must be anyway (no second copy)
+                view = self.destination(out)
+                materialize(self, src, view.reshape(tuple(src.shape)))
+                return view
+            dense = self.internal(src.shape, src.dtype, f"_r{out.id}")
             materialize(self, src, dense)
             view = dense.reshape(tuple(a["shape"]))
         return view
