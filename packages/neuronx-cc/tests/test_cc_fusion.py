@@ -133,3 +133,24 @@ def test_dead_intermediates_share_buffers():
     roles, per_element = share_buffers(g.nodes, {g.outputs[0].id})
     assert len(set(roles.values())) == 2 and per_element == 8
     check(g)
+
+
+def test_groups_run_as_soon_as_their_inputs_are_computed():
+    """A group reading only graph inputs (independent work) is placed at the first level, before a
+    chain that comes earlier in graph order; the order stays topological."""
+    g = Graph("asap")
+    x = g.add_input("x", (256, 256), "float32")
+    y = g.add_input("y", (256, 256), "float32")
+    a = g.add1("reduce", g.add1("exp", x), kind="sum", dims=(1,))  # group 1
+    b = g.add1("tanh", g.add1("broadcast_in_dim", a, shape=(256, 256), dims=(0,)))  # reads group 1
+    c = g.add1("reduce", g.add1("sin", b), kind="max", dims=(0,))  # reads group 2
+    d = g.add1("cos", y)  # independent, last in graph order
+    g.set_outputs([c, d], ["c", "d"])
+    nodes = live_nodes(g)
+    groups = partition(nodes)
+    assert [n.op for n in groups[1].nodes] == ["cos"]  # with the first, not after the chain
+    seen = set()
+    for grp in groups:
+        assert grp.direct <= seen
+        seen.add(grp.id)
+    check(g, rtol=1e-6, atol=1e-5)

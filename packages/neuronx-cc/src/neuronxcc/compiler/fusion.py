@@ -440,7 +440,11 @@ def _merge(groups, group_of, target: Group, other: Group, position) -> None:
 
 
 def _ordered(groups: list[Group], position) -> list[Group]:
-    """Topological order of the groups (ties: by first node)."""
+    """The groups as soon as their inputs are computed: by dependency level (a group after every
+    group it reads), and within a level the one with the longest chain of groups still to follow
+    first (then by first node). Independent work (a weight gradient, a parameter's update) then
+    comes early, where it overlaps the critical path instead of trailing it (engines run their
+    instruction streams in order, so program order is the schedule)."""
     by_id = {g.id: g for g in groups}
     done, order = set(), []
 
@@ -457,4 +461,12 @@ def _ordered(groups: list[Group], position) -> list[Group]:
 
     for g in sorted(groups, key=first):
         visit(g)
+    level, height = {}, {}
+    for g in order:  # topological: every direct dependency comes earlier
+        level[g.id] = 1 + max((level[d] for d in g.direct), default=0)
+    for g in reversed(order):
+        height.setdefault(g.id, 1)
+        for d in g.direct:
+            height[d] = max(height.get(d, 1), height[g.id] + 1)
+    order.sort(key=lambda g: (level[g.id], -height[g.id], first(g)))
     return order
