@@ -169,3 +169,25 @@ def test_errors_name_the_op_as_before():
     with pytest.raises(type(ref_err.value)) as got_err:
         FastExecutor().run(type("P", (), {"graph": g, "name": "bad"})(), dict(bufs))
     assert str(got_err.value) == str(ref_err.value)
+
+
+@pytest.mark.parametrize("weight", [0.3, 0.7, 0.5, np.nan])
+def test_a_select_on_a_broadcast_scalar_predicate_picks_one_operand(weight):
+    # lerp's form: where(weight < 0.5, a, b) with a runtime 0-d weight. The predicate is compared
+    # once and the chosen operand taken whole; the result is np.where's.
+    g = Graph("lerp_select")
+    w = g.add_input("w", (), "float32")
+    a = g.add_input("a", (6, 40), "float32")
+    b = g.add_input("b", (6, 40), "float32")
+    half = g.add1("broadcast_in_dim", g.add1("constant", value=np.float32(0.5), dtype="float32"), shape=(6, 40), dims=())
+    pred = g.add1("compare", g.add1("broadcast_in_dim", w, shape=(6, 40), dims=()), half, direction="LT")
+    picked = g.add1("select", pred, g.add1("exp", a), b)
+    g.set_outputs([picked, pred], ["y", "p"])
+    inputs = {"w": np.float32(weight), "a": _values((6, 40), 8), "b": _values((6, 40), 9)}
+    out = {"y": np.zeros((6, 40), np.float32), "p": np.zeros((6, 40), np.bool_)}
+    evaluate(g, _flat(inputs) | {k: v.reshape(-1).view(np.uint8) for k, v in out.items()})
+    expected_pred = np.full((6, 40), np.float32(weight) < np.float32(0.5))
+    np.testing.assert_array_equal(out["p"], expected_pred)
+    with np.errstate(over="ignore"):
+        expected = np.where(expected_pred, np.exp(inputs["a"]), inputs["b"])
+    assert np.array_equal(out["y"].view(np.uint32), expected.view(np.uint32))

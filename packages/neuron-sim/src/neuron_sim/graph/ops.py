@@ -146,10 +146,20 @@ def _compare_infer(types, attrs):
     return [TensorType(types[0].shape, "bool")]
 
 
+def _uniform(a: np.ndarray) -> bool:
+    """Whether ``a`` is one element broadcast (every stride 0): a 0-d input reaching an
+    elementwise op, such as a runtime scalar."""
+    return not any(a.strides)
+
+
 def _compare_eval(arrays, attrs, out_types):
     a, b = arrays
+    compare = COMPARE[attrs["direction"]]
     with np.errstate(invalid="ignore"):
-        return [COMPARE[attrs["direction"]](f32(a), f32(b))]
+        if _uniform(a) and _uniform(b):  # lerp's weight < 0.5: one comparison, broadcast
+            one = (0,) * a.ndim
+            return [np.broadcast_to(compare(f32(a[one]), f32(b[one])), a.shape)]
+        return [compare(f32(a), f32(b))]
 
 
 _op("compare", 2)((_compare_infer, _compare_eval))
@@ -164,7 +174,11 @@ def _select_infer(types, attrs):
 
 def _select_eval(arrays, attrs, out_types):
     pred, a, b = arrays
-    return [np.where(pred, a, b).astype(dtypes.to_numpy(out_types[0].dtype), copy=False)]
+    dtype = dtypes.to_numpy(out_types[0].dtype)
+    if _uniform(pred):  # one predicate for every element: the chosen operand as it is
+        chosen = a if pred.reshape(-1)[:1].all() else b
+        return [np.asarray(chosen).astype(dtype, copy=False)]
+    return [np.where(pred, a, b).astype(dtype, copy=False)]
 
 
 _op("select", 3)((_select_infer, _select_eval))
