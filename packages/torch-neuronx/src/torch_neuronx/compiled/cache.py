@@ -36,6 +36,10 @@ class OpCache:
     def __init__(self):
         self._memory: dict[tuple, CompiledOp | NotLowerable] = {}
         self._lock = threading.Lock()
+        # One build at a time: tracing (torch.fx's patcher is a module global) breaks when two
+        # threads trace at once - the loser's op was remembered as not lowerable and fell back
+        # for the rest of the process. Also saves building one op twice.
+        self._build_lock = threading.RLock()
         self._disk: NeffCache | None = None
         self._disk_dir: str | None = None
         self.stats = dict.fromkeys(("hits", "compiled", "disk_hits", "not_lowerable"), 0)
@@ -62,6 +66,12 @@ class OpCache:
         entry = self.lookup(key)
         if entry is not None:
             return entry
+        with self._build_lock:
+            entry = self._memory.get(key)  # built by another thread meanwhile
+            return entry if entry is not None else self._load_or_build(key, build_fn)
+
+    def _load_or_build(self, key: tuple, build_fn) -> CompiledOp | NotLowerable:
+        entry = None
         disk = self.disk()
         disk_key = _disk_key(key) if disk is not None else None
         neff = disk.get(disk_key) if disk is not None else None
