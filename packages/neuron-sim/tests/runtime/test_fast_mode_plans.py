@@ -191,3 +191,17 @@ def test_a_select_on_a_broadcast_scalar_predicate_picks_one_operand(weight):
     with np.errstate(over="ignore"):
         expected = np.where(expected_pred, np.exp(inputs["a"]), inputs["b"])
     assert np.array_equal(out["y"].view(np.uint32), expected.view(np.uint32))
+
+
+def test_an_exactly_rounded_function_of_a_broadcast_scalar_is_computed_once():
+    # GELU's x * rsqrt(2): the rsqrt of a broadcast constant, computed once and broadcast, has the
+    # bits of the elementwise computation (rsqrt = 1/sqrt, both correctly rounded).
+    g = Graph("gelu_scale")
+    x = g.add_input("x", (64, 300), "float32")
+    two = g.add1("broadcast_in_dim", g.add1("constant", value=np.float32(2.0), dtype="float32"), shape=(64, 300), dims=())
+    scale = g.add1("rsqrt", two)
+    g.set_outputs([g.add1("multiply", x, scale), scale], ["y", "s"])
+    inputs = {"x": _values((64, 300), 10)}
+    got = _compare(g, inputs)
+    expected = np.full((64, 300), np.float32(1.0) / np.sqrt(np.float32(2.0)), np.float32)
+    assert np.array_equal(got["s"].view(np.uint32), expected.view(np.uint32))
