@@ -13,7 +13,6 @@ applied per call and restored after it, leaving the caller's own numpy code as i
 from __future__ import annotations
 
 import contextlib
-import functools
 
 import numpy as np
 
@@ -25,14 +24,24 @@ SPLIT_MIN_MACS = 1 << 22
 _ROWS_QUANTUM = 16  # halves of the rows/columns start at a multiple of this (whole kernel tiles)
 
 
-@functools.cache
-def _controller():
+def _make_controller():
     try:
         from threadpoolctl import ThreadpoolController
     except ImportError:  # an optional speed-up: without it, BLAS keeps its own thread count
         return None
     controller = ThreadpoolController()
     return controller if controller.select(user_api="blas").lib_controllers else None
+
+
+# Made at import, not at the first matmul: finding the BLAS libraries walks the loaded libraries
+# (dl_iterate_phdr) holding the dynamic loader's lock while calling back into Python for the GIL;
+# done on a worker thread while another thread held the GIL inside dlopen (its first import of an
+# extension module), the two waited for each other forever.
+_CONTROLLER = _make_controller()
+
+
+def _controller():
+    return _CONTROLLER
 
 
 def one_blas_thread():
