@@ -26,7 +26,7 @@ from neuron_sim.graph import Graph, graph_of
 from neuron_sim.neff import NeffCache, cache_key
 from neuron_sim.runtime.timing_cache import program_timing
 
-from .. import _state
+from .. import _env, _state
 from .cache import CACHE, code_fingerprint
 from .entry import CompiledOp
 from .launch import writes_in_place
@@ -53,7 +53,7 @@ def set_adaptive_eager(enabled: bool | None) -> None:
 def enabled() -> bool:
     if _override is not None:
         return _override
-    return os.environ.get(ENABLE_ENV, "0") not in ("", "0")
+    return _env.get(ENABLE_ENV, "0") not in ("", "0")
 
 
 # Ops whose writes land where their index operands say (row scatters with DMA accumulate): the

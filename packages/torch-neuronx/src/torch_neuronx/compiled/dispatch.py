@@ -24,7 +24,7 @@ from collections import OrderedDict
 import torch
 from torch.utils._pytree import tree_flatten
 
-from .. import _state
+from .. import _env, _state
 from ..ops import fallback, tracking
 from . import adaptive
 from .build import build
@@ -95,7 +95,7 @@ def _refused(op) -> bool:
 
 
 def backend() -> str:
-    value = os.environ.get(BACKEND_ENV, "compiled").strip().lower() or "compiled"
+    value = _env.get(BACKEND_ENV, "compiled").strip().lower() or "compiled"
     if value not in _BACKENDS:
         raise ValueError(f"{BACKEND_ENV}={os.environ[BACKEND_ENV]!r}: expected one of {list(_BACKENDS)}")
     return value
