@@ -5,7 +5,7 @@ free) or one after the other."""
 import numpy as np
 import pytest
 from neuron_sim import spare_core
-from neuron_sim.graph.blas import SPLIT_MIN_MACS, _controller, _halves, matmul_into, one_blas_thread
+from neuron_sim.graph.blas import _CONTROLLER, SPLIT_MIN_MACS, _halves, matmul_into, one_blas_thread
 
 SHAPES = [  # (nb, m, k, n): a transformer step's products, and odd ones
     (1, 1024, 256, 768), (1, 1024, 1024, 256), (1, 256, 1024, 1024), (32, 128, 64, 128),
@@ -18,13 +18,12 @@ def _blas_threads(controller):
 
 
 def test_limit_applies_inside_and_is_restored():
-    controller = _controller()
-    if controller is None:
+    if _CONTROLLER is None:
         pytest.skip("no BLAS library threadpoolctl can control")
-    before = _blas_threads(controller)
+    before = _blas_threads(_CONTROLLER)
     with one_blas_thread():
-        assert set(_blas_threads(controller)) == {1}
-    assert _blas_threads(controller) == before
+        assert set(_blas_threads(_CONTROLLER)) == {1}
+    assert _blas_threads(_CONTROLLER) == before
 
 
 def _operands(nb, m, k, n, transposed):

@@ -40,14 +40,11 @@ def _make_controller():
 _CONTROLLER = _make_controller()
 
 
-def _controller():
-    return _CONTROLLER
-
-
 def one_blas_thread():
     """Context manager: BLAS calls inside run on one thread."""
-    controller = _controller()
-    return controller.limit(limits=1, user_api="blas") if controller is not None else contextlib.nullcontext()
+    if _CONTROLLER is None:
+        return contextlib.nullcontext()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def _halves(nb: int, m: int, k: int, n: int):

@@ -33,15 +33,11 @@ from .ir import Graph
 
 _F32 = np.dtype(np.float32)
 
-# Ufuncs whose result does not depend on whether it is written with out= (checked bit for bit,
-# including NaN/inf/-0/denormal operands, against a fresh result).
-_BINARY_UFUNCS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-                  "maximum": np.maximum, "minimum": np.minimum, "power": np.power, "remainder": np.mod,
-                  "fmod": np.fmod, "atan2": np.arctan2}
-_UNARY_UFUNCS = {"abs": np.abs, "negate": np.negative, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh,
-                 "sin": np.sin, "cos": np.cos, "tan": np.tan, "atan": np.arctan, "floor": np.floor, "ceil": np.ceil,
-                 "round": np.rint, "trunc": np.trunc, "sign": np.sign, "expm1": np.expm1, "log1p": np.log1p,
-                 "square": np.square}
+# The numpy ufuncs of ops.py's elementwise tables: their result does not depend on whether it is
+# written with out= (checked bit for bit, including NaN/inf/-0/denormal operands, against a fresh
+# result), so these steps run the same call into a reusable buffer.
+_BINARY_UFUNCS = {name: fn for name, fn in graph_ops.BINARY.items() if isinstance(fn, np.ufunc)}
+_UNARY_UFUNCS = {name: fn for name, fn in graph_ops.UNARY.items() if isinstance(fn, np.ufunc)}
 # Binary ops that give the same bits when a non-NaN operand is a broadcast scalar.
 _SPLAT_OK = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
 _DIRECT_MIN_ELEMENTS = 1 << 14  # 64 KiB of float32

@@ -144,8 +144,6 @@ def _in_chunks(fn):
     return chunked
 
 
-_erf_chunked = _in_chunks(_erf)
-
 # Activation functions (ScalarE): name -> fp32 numpy function of one argument.
 ACTIVATIONS = {
     "copy": lambda x: x,
@@ -168,7 +166,7 @@ ACTIVATIONS = {
     "silu": _in_chunks(lambda x: x * _sigmoid(x)),
     "softplus": _in_chunks(_softplus),
     "mish": _in_chunks(_mish),
-    "erf": _erf_chunked,
+    "erf": _in_chunks(_erf),
     "sin": np.sin,
     "cos": np.cos,
     "arctan": np.arctan,
