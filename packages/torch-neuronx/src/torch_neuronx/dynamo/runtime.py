@@ -26,7 +26,7 @@ from torch.utils._pytree import tree_map
 
 from .. import _state
 from ..compiled.tracing import row_major_strides, storage_span
-from ..ops import fallback, kernels
+from ..ops import kernels
 from . import metrics
 from .errors import NeuronCompileError
 from .graph_cache import CACHE, GraphNeff, OutputBuffer, graph_key
@@ -113,10 +113,10 @@ class CompiledGraph:
             except CompileError as err:
                 raise NeuronCompileError(getattr(err, "op", None) or "graph", str(err), getattr(err, "location", None),
                                          graph=self.name) from None
-            outputs = [OutputBuffer(shape, strides, dtype, storage_span(shape, strides) * _itemsize(dtype))
+            outputs = [OutputBuffer(shape, strides, dtype, storage_span(shape, strides) * dtype.itemsize)
                        for shape, strides, dtype, _ in self.out_layouts]
             in_place = in_place_outputs(graph, self.mutation_candidates, list(specs))
-            entry = GraphNeff(neff, [storage_span(s, st) * _itemsize(d) for s, st, d in specs], outputs, in_place)
+            entry = GraphNeff(neff, [storage_span(s, st) * d.itemsize for s, st, d in specs], outputs, in_place)
             CACHE.put(key, entry)
             where = "compiled"
         self._variants[specs] = entry
@@ -191,16 +191,13 @@ class CompiledGraph:
         return values
 
     def _draw_mask(self, node: fx.Node) -> torch.Tensor:
-        """The bool mask of dropout ``node`` drawn on the host as eager's native_dropout draws it
-        (ops/kernels.py: ``bernoulli_(1 - p)`` on the device generator's state, the input's
+        """The bool mask of dropout ``node``, drawn on the host as eager draws it (in the input's
         layout), so compiled and eager runs see the same masks; the masking and scaling are in the
         NEFF."""
         mask = node.meta["val"][1]
         p = node.args[1] if len(node.args) > 1 else node.kwargs["p"]
         drawn = torch.empty_strided(mask.shape, mask.stride(), dtype=torch.bool)
-        with fallback.device_generator(self._device(None)) as generator:
-            drawn.bernoulli_(1.0 - p, generator=generator)
-        return drawn
+        return kernels.draw_dropout_mask(drawn, p, self._device(None))
 
     def _upload_masks(self, masks: list) -> dict:
         """All of a call's masks cross the host link in one upload (one copy, not one per mask):
@@ -289,10 +286,6 @@ class CompiledGraph:
         # Its own storage: read at most by the target's own input (i), written by it alone.
         return {j: t for j, (t, i) in targets.items()
                 if readers[t.untyped_storage().data_ptr()] == (i is not None) and writers[t.untyped_storage().data_ptr()] == 1}
-
-
-def _itemsize(dtype: torch.dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size()
 
 
 def _device_us(timing) -> float:

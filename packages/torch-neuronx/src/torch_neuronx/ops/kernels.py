@@ -211,6 +211,15 @@ def fused_gru_cell(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=N
     return hy, torch.cat([r, z, n, hx, hn], dim=1)
 
 
+def draw_dropout_mask(drawn: torch.Tensor, p: float, device: torch.device) -> torch.Tensor:
+    """Fill host bool tensor ``drawn`` with the mask CPU's native_dropout draws - ``bernoulli_(1 - p)``
+    - from ``device``'s generator, and return it. Eager (``native_dropout``) and compiled graphs
+    (``dynamo.runtime``) both draw here, so they see the same masks."""
+    with fallback.device_generator(device) as generator:
+        drawn.bernoulli_(1.0 - p, generator=generator)
+    return drawn
+
+
 def native_dropout(input, p, train=None):
     """Dropout as CPU's kernel computes it (``native_dropout_cpu``): a bool mask drawn by
     ``bernoulli_`` from the device's generator - on the host, so the stream is CPU's for the same
@@ -221,9 +230,7 @@ def native_dropout(input, p, train=None):
     if train is None or train:
         p1m = 1.0 - p
         scale = 0.0 if p1m == 0 else 1.0 / p1m
-        drawn = torch.empty_like(input, dtype=torch.bool, device="cpu")  # CPU's layout of the mask
-        with fallback.device_generator(input.device) as generator:
-            drawn.bernoulli_(p1m, generator=generator)
+        drawn = draw_dropout_mask(torch.empty_like(input, dtype=torch.bool, device="cpu"), p, input.device)  # CPU's layout
         mask = torch.empty_like(input, dtype=torch.bool)
         upload(mask, drawn)  # ``drawn`` is ours: no snapshot of it, as copy_ would make
         return input.mul(mask).mul_(scale), mask
