@@ -9,7 +9,7 @@ allocated when it is done.
 
 from __future__ import annotations
 
-from neuron_sim import AccessPattern, ProgramBuilder, Tile
+from neuron_sim import AccessPattern, ProgramBuilder, Tile, ValidationError
 from neuron_sim.memory.access_pattern import PSUM, SBUF
 
 from .views import contiguous_strides
@@ -128,8 +128,6 @@ class SpacedAllocator:
         return getattr(self.inner, name)
 
     def allocate(self, nbytes: int, what: str = "tile") -> int:
-        from neuron_sim import ValidationError
-
         try:
             offset = self.inner.allocate(nbytes, what)
         except ValidationError:
@@ -145,8 +143,6 @@ class SpacedAllocator:
 
     def new_group(self) -> None:
         """Reserve what the previous group used (its tiles are released by now)."""
-        from neuron_sim import ValidationError
-
         self._drop_spacer()
         high, self.group_high = self.group_high, 0
         if high:

@@ -18,7 +18,7 @@ from .dtypes import NotLowerable, sim_dtype
 from .empty import EmptyOperand
 from .entry import METADATA_KEY, CompiledOp, OutputSpec
 from .tracing import dense_permutation, graph_for, is_row_major, row_major_strides, storage_span
-from .variants import RUNTIME_SCALARS, arguments_by_name, functional_variant, mutated_arguments, with_argument
+from .variants import RUNTIME_SCALARS, argument, arguments_by_name, functional_variant, mutated_arguments, with_argument
 
 
 def _meta(x):
@@ -61,7 +61,7 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         raise NotLowerable(f"{op} writes {mutated} and has no functional overload")
     drop = set(mutated) if mutated and not op._schema.name.endswith("_") else set()  # out= arguments
     runtime = RUNTIME_SCALARS.get(functional)
-    if runtime is not None and not isinstance(arguments_by_name(op, args, kwargs).get(runtime[0]), torch.Tensor):
+    if runtime is not None and not isinstance(argument(op, args, kwargs, runtime[0]), torch.Tensor):
         runtime = None  # the Scalar is a compile-time constant in this call
     if runtime is not None:
         functional = runtime[1]
