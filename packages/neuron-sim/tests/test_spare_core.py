@@ -11,9 +11,12 @@ from neuron_sim import spare_core
 
 
 def _threads_of_halves():
-    names = []
-    spare_core.run_halves(lambda: names.append(threading.current_thread().name),
-                          lambda: names.append(threading.current_thread().name))
+    names = [None, None]  # by half: the halves may finish in either order
+
+    def half(i):
+        names[i] = threading.current_thread().name
+
+    spare_core.run_halves(lambda: half(0), lambda: half(1))
     return names
 
 
@@ -29,6 +32,22 @@ def test_at_once_while_a_thread_waits(monkeypatch):
     assert names[0] == threading.current_thread().name
     assert names[1].startswith("neuron-sim spare core")
     assert spare_core._waiting == 0
+
+
+def test_halves_do_not_split_again(monkeypatch):
+    # A half that reaches run_halves itself (an erf inside a split elementwise run) runs both of
+    # its halves in turn on its own thread: handing one to the busy spare core would wait forever.
+    monkeypatch.setattr(spare_core, "_CAN_OVERLAP", True)
+    inner = {}
+
+    def half(i):
+        inner[i] = _threads_of_halves()
+
+    with spare_core.waiting_for_device():
+        spare_core.run_halves(lambda: half(0), lambda: half(1))
+        assert spare_core.available()  # after the split
+    assert inner[0] == [threading.current_thread().name] * 2
+    assert len(set(inner[1])) == 1 and inner[1][0].startswith("neuron-sim spare core")
 
 
 def test_one_core_never_overlaps(monkeypatch):

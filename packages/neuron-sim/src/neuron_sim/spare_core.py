@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 _waiting = 0  # threads blocked until a queue reaches a point
+_splitting = 0  # run_halves calls under way: their halves do not split again
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 
@@ -48,7 +49,12 @@ def waiting_for_device():
 
 def available() -> bool:
     """Whether a core is free for a second half of executor work right now."""
-    return _CAN_OVERLAP and _waiting > 0
+    return _CAN_OVERLAP and _waiting > 0 and not _splitting
+
+
+def splitting() -> bool:
+    """Whether two halves are under way: work inside one runs whole, without a split of its own."""
+    return _splitting > 0
 
 
 def run_halves(first, second) -> None:
@@ -58,17 +64,24 @@ def run_halves(first, second) -> None:
         first()
         second()
         return
+    global _splitting
     errors = np.geterr()  # numpy's error state is per thread: the other half keeps the caller's
 
     def second_half():
         with np.errstate(**errors):
             second()
 
-    other = _executor().submit(second_half)
+    with _lock:
+        _splitting += 1
     try:
-        first()
+        other = _executor().submit(second_half)
+        try:
+            first()
+        finally:
+            other.result()
     finally:
-        other.result()
+        with _lock:
+            _splitting -= 1
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -82,8 +95,8 @@ def _executor() -> ThreadPoolExecutor:
 
 def _after_fork_in_child() -> None:
     # The parent's pool thread does not exist in a child; its executor would wait for it forever.
-    global _pool, _waiting, _lock
-    _pool, _waiting, _lock = None, 0, threading.Lock()
+    global _pool, _waiting, _splitting, _lock
+    _pool, _waiting, _splitting, _lock = None, 0, 0, threading.Lock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -26,10 +26,10 @@ import sys
 import numpy as np
 
 from .. import dtypes
-from ..errors import ExecutionError, NeuronSimError, ValidationError
 from . import ops as graph_ops
 from .blas import matmul_into
 from .ir import Graph
+from .split import group_runs, raise_op_failure
 
 _F32 = np.dtype(np.float32)
 
@@ -82,10 +82,10 @@ class _Lent:
         self.pool = pool
         self.bufs: list[np.ndarray] = []
 
-    def array(self, shape: tuple, count: int) -> np.ndarray:
-        buf = self.pool.take(count * 4)
+    def array(self, shape: tuple, count: int, dtype: np.dtype = _F32) -> np.ndarray:
+        buf = self.pool.take(count * dtype.itemsize)
         self.bufs.append(buf)
-        return buf.view(np.float32).reshape(shape)
+        return buf.view(dtype).reshape(shape)
 
     def recycle(self) -> None:
         bufs = self.bufs
@@ -170,7 +170,12 @@ class Plan:
             direct = (out is not None and out.id in output_names and out.type.dtype == "float32"
                       and out.type.num_elements >= _DIRECT_MIN_ELEMENTS) and output_names[out.id]
             self.steps.append(self._step(node, dead, direct or None))
-        self._direct_names = [step[7] for step in self.steps if step[7] is not None]
+        step_readers: dict[int, list[int]] = {}
+        for index, step in enumerate(self.steps):
+            for v in step[8].inputs:
+                step_readers.setdefault(v.id, []).append(index)
+        self.steps = group_runs(self.steps, step_readers, set(output_names))
+        self._direct_names = [name for step in self.steps for name in _direct_names_of(step)]
         self._outputs_by_name = {o[1]: o for o in self.outputs}
 
     def _step(self, node, dead, direct):
@@ -203,16 +208,13 @@ class Plan:
         try:
             with np.errstate(all="ignore"):
                 for step in self.steps:
-                    try:
-                        self._run_step(step, env, splats, lent, targets)
-                    except ValidationError as err:
-                        raise err.at(step[8].location) from None
-                    except NeuronSimError:
-                        raise
-                    except Exception as err:  # an op's numpy form failed: name it
-                        node = step[8]
-                        raise ExecutionError(
-                            f"graph op {node.op} at {node.location or '?'} failed: {type(err).__name__}: {err}") from err
+                    if step[0] == "split":  # names its own failing op, drops its own dead values
+                        step[1].run(env, splats, lent, targets, self._run_step)
+                    else:
+                        try:
+                            self._run_step(step, env, splats, lent, targets)
+                        except Exception as err:  # an op's numpy form failed: name it
+                            raise_op_failure(step[8], err)
                     for vid in step[6]:
                         env[vid] = None
                     lent.recycle()
@@ -284,6 +286,12 @@ class Plan:
         # A fast step whose operands turned out not to be fp32: the op's own definition.
         results = graph_ops.OPS[node.op].evaluate([env[i] for i in in_ids], node.attrs, [v.type for v in node.outputs])
         env[out_id] = results[0]
+
+
+def _direct_names_of(step) -> list[str]:
+    if step[0] == "split":
+        return [direct for _dtype, direct in step[1].escaping.values() if direct is not None]
+    return [step[7]] if step[7] is not None else []
 
 
 def _dot_into(arrays, attrs, out: np.ndarray) -> None:
