@@ -2,7 +2,8 @@
 
 Submitting never waits for the device: ``launch`` checks its arguments, places the task on the
 simulated timeline and queues it. Tasks run on the queue's worker thread, or in the thread that
-synchronizes with them: a synchronizing caller would only wait, so it runs what is pending itself.
+synchronizes with them: a synchronizing caller would only wait, so it runs what is pending itself
+(the worker stands aside meanwhile, after the task it is running).
 The worker is not woken per task: it picks up submitted work after a short delay
 (``WAKE_DELAY_SECONDS``), in batches. Handing every small task to another thread cost more than
 running it (both threads need the GIL), while batches still let large tasks (numpy kernels that
@@ -56,6 +57,7 @@ class Queue:
         self._inline = threading.RLock()  # blocking mode: one task at a time, reentrant for nested submits
         self._run_lock = threading.Lock()  # held while a task runs: tasks run one at a time, in order
         self._worker_sleeping = False
+        self._callers_draining = 0  # threads synchronizing with this queue, running its tasks themselves
         self._seq = 0
         self._sim_ns = 0.0  # simulated time at which everything submitted so far is done
         self._failure: Failure | None = None
@@ -175,7 +177,7 @@ class Queue:
         self.device.guard.check()
         self._check_not_inside_own_task()
         with waiting_for_device():
-            self._drain()
+            self._drain(by_caller=True)
             with self._lock:
                 while self._outstanding:
                     self._idle.wait()
@@ -184,7 +186,7 @@ class Queue:
         """Run this queue's tasks up to ``seq`` in the calling thread (an event being waited for)."""
         self._check_not_inside_own_task()
         with waiting_for_device():
-            self._drain(until_seq=seq)
+            self._drain(until_seq=seq, by_caller=True)
 
     def _check_not_inside_own_task(self) -> None:
         if getattr(_running, "queue", None) is self:
@@ -266,7 +268,7 @@ class Queue:
     def _work(self) -> None:
         while True:
             with self._lock:
-                while not self._pending:
+                while not self._pending or self._callers_draining:
                     self._worker_sleeping = True
                     if not self._has_work.wait(IDLE_EXIT_SECONDS) and not self._pending:
                         self._worker_sleeping = False
@@ -275,16 +277,32 @@ class Queue:
             time.sleep(WAKE_DELAY_SECONDS)  # let a burst of submissions arrive: run them as one batch
             self._drain()
 
-    def _drain(self, until_seq: int | None = None) -> None:
-        """Run pending tasks in order (those up to ``until_seq``, or all), one at a time."""
-        while True:
-            with self._run_lock:
+    def _drain(self, until_seq: int | None = None, by_caller: bool = False) -> None:
+        """Run pending tasks in order (those up to ``until_seq``, or all), one at a time.
+
+        A synchronizing caller (``by_caller``) takes over from the worker, which stops after its
+        current task until the caller is done: taking turns task by task, the two threads handed
+        the run lock (and the GIL) back and forth, each hand-over a thread wake-up."""
+        if by_caller:
+            with self._lock:
+                self._callers_draining += 1
+        try:
+            while True:
+                with self._run_lock:
+                    with self._lock:
+                        if (not self._pending or (until_seq is not None and self._pending[0].seq > until_seq)
+                                or (self._callers_draining and not by_caller)):
+                            return
+                        task = self._pending.popleft()
+                    self._run(task)
+                    task = None  # do not keep the task (its program and buffers) alive while idle
+        finally:
+            if by_caller:
                 with self._lock:
-                    if not self._pending or (until_seq is not None and self._pending[0].seq > until_seq):
-                        return
-                    task = self._pending.popleft()
-                self._run(task)
-                task = None  # do not keep the task (its program and buffers) alive while idle
+                    self._callers_draining -= 1
+                    if not self._callers_draining and self._pending and self._worker_sleeping:
+                        self._worker_sleeping = False
+                        self._has_work.notify()  # what the caller left (past ``until_seq``)
 
     def _run(self, task: Task) -> None:
         """Run ``task`` (the caller holds ``_run_lock``) and count it done."""
