@@ -54,3 +54,24 @@ def test_graph_cache_is_per_program_and_released(h):
     del a, ga
     gc.collect()
     assert key not in module._GRAPHS
+
+
+def test_internal_tensors_hold_hbm_for_a_fast_launch_too(h):
+    # The graph form never reads them, but they are part of what the launch occupies on the device:
+    # the same HBM peak as an exact launch, and the same out-of-memory error when they do not fit.
+    program = h.copy_program(internal=True, name="exp_graph_internal")
+    g = Graph("exp_graph_internal")
+    x = g.add_input("x", (128, 64), "float32")
+    g.set_outputs([g.add1("exp", x)], ["y"])
+    program.graph = g.to_dict()
+    for mode in ("fast", "exact"):
+        rt = h.make_runtime(NEURON_SIM_MODE=mode)
+        device = rt.device(0)
+        bufs = h.copy_buffers()
+        before = device.memory_stats()["peak_allocated_bytes"]
+        device.launch(program, bufs)
+        rt.synchronize()
+        expected = np.exp(bufs["x"]) if mode == "fast" else bufs["x"]
+        np.testing.assert_array_equal(bufs["y"], expected)
+        assert device.memory_stats()["peak_allocated_bytes"] - before >= 128 * 64 * 4, mode
+        assert device.memory_stats()["allocated_bytes"] == 0

@@ -205,3 +205,63 @@ def test_an_exactly_rounded_function_of_a_broadcast_scalar_is_computed_once():
     got = _compare(g, inputs)
     expected = np.full((64, 300), np.float32(1.0) / np.sqrt(np.float32(2.0)), np.float32)
     assert np.array_equal(got["s"].view(np.uint32), expected.view(np.uint32))
+
+
+def test_ops_of_constants_alone_are_evaluated_once_when_the_plan_is_made():
+    # GELU's scale: rsqrt of a broadcast 2.0, and an iota-based mask; only the ops reading the
+    # input remain as steps, with the bits of node-by-node evaluation.
+    g = Graph("folded")
+    x = g.add_input("x", (64, 300), "float32")
+    two = g.add1("broadcast_in_dim", g.add1("constant", value=np.float32(2.0), dtype="float32"), shape=(64, 300), dims=())
+    scale = g.add1("rsqrt", two)
+    col = g.add1("convert", g.add1("iota", shape=(64, 300), dtype="int32", dim=1), dtype="float32")
+    g.set_outputs([g.add1("multiply", g.add1("multiply", x, scale), col)], ["y"])
+    _compare(g, {"x": _values((64, 300), 11)})
+    assert [step[8].op for step in plan_of(g).steps] == ["multiply", "multiply"]
+
+
+def test_large_materialized_results_of_constants_are_not_kept_in_the_plan():
+    g = Graph("not_folded")
+    x = g.add_input("x", (512, 512), "float32")
+    ramp = g.add1("convert", g.add1("iota", shape=(512, 512), dtype="int32", dim=1), dtype="float32")
+    g.set_outputs([g.add1("add", x, ramp)], ["y"])
+    _compare(g, {"x": _values((512, 512), 12)})
+    assert sum(a.nbytes for a in plan_of(g).constants.values() if 0 not in a.strides) <= 4 << 16
+
+
+def _run_in_place(g: Graph, params, grads):
+    """Reference and plan results of ``g`` with output p_out bound to input p's buffer."""
+    results = []
+    for run in (evaluate_reference, lambda graph, bufs: evaluate(graph, bufs, BufferPool())):
+        got = {"p": params.copy(), "d": grads.copy(), "n": np.zeros(params.shape, np.float32)}
+        bufs = _flat(got)
+        bufs["p_out"] = bufs["p"]
+        run(g, bufs)
+        results.append(got)
+    for name in ("p", "n"):
+        assert np.array_equal(results[0][name].view(np.uint32), results[1][name].view(np.uint32)), name
+
+
+def test_an_in_place_result_is_written_straight_into_its_input_once_nothing_reads_the_input():
+    # Adam's param.addcdiv_: the last reader of p computes the new p.
+    shape = (64, 512)
+    g = Graph("inplace_last")
+    p = g.add_input("p", shape, "float32")
+    d = g.add_input("d", shape, "float32")
+    step = g.add1("multiply", g.add1("exp", d), d)
+    g.set_outputs([g.add1("subtract", p, step), step], ["p_out", "n"])
+    assert plan_of(g)._overwritable == {"p_out": frozenset({"p", "d"}), "n": frozenset({"d"})}
+    _run_in_place(g, _values(shape, 13), _values(shape, 14))
+
+
+def test_an_in_place_result_waits_while_a_view_of_its_input_is_read_later():
+    shape = (64, 512)
+    g = Graph("inplace_view")
+    p = g.add_input("p", shape, "float32")
+    d = g.add_input("d", shape, "float32")
+    flat = g.add1("reshape", p, shape=(64 * 512,))
+    new = g.add1("subtract", p, d)
+    later = g.add1("multiply", g.add1("reshape", flat, shape=shape), d)  # reads p after new
+    g.set_outputs([new, later], ["p_out", "n"])
+    assert "p" not in plan_of(g)._overwritable["p_out"]
+    _run_in_place(g, _values(shape, 15), _values(shape, 16))

@@ -41,6 +41,7 @@ _UNARY_UFUNCS = {name: fn for name, fn in graph_ops.UNARY.items() if isinstance(
 # Binary ops that give the same bits when a non-NaN operand is a broadcast scalar.
 _SPLAT_OK = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
 _DIRECT_MIN_ELEMENTS = 1 << 14  # 64 KiB of float32
+_FOLD_MAX_ELEMENTS = 1 << 16
 
 POOL_MAX_BYTES = 256 << 20
 
@@ -109,6 +110,23 @@ class _Lent:
         self.bufs = []
 
 
+def _fold(node, arrays: list[np.ndarray]) -> list[np.ndarray] | None:
+    """``node``'s results from constant operands, if worth keeping in the plan: a constant always;
+    another op's only when its results are small or broadcast views (a plan keeps them for as long
+    as its graph lives). None also when the op fails: it then fails when the plan runs, located."""
+    try:
+        with np.errstate(all="ignore"):
+            results = graph_ops.OPS[node.op].evaluate(arrays, node.attrs, [v.type for v in node.outputs])
+    except Exception:
+        if node.op == "constant":
+            raise
+        return None
+    results = [np.asarray(r) for r in results]
+    if node.op != "constant" and not all(r.size <= _FOLD_MAX_ELEMENTS or 0 in r.strides for r in results):
+        return None
+    return results
+
+
 def _splat_scalar(value: np.ndarray):
     """The single element of a uniform, non-NaN float32 constant (bitwise), else None."""
     if value.dtype != _F32 or value.size == 0:
@@ -142,18 +160,23 @@ class Plan:
         self.outputs = [(v.id, v.name, dtypes.to_numpy(v.type.dtype), v.type.num_elements, v.type.shape, v.type.dtype)
                         for v in graph.outputs]
         output_names = {v.id: v.name for v in graph.outputs}
-        # Constants, evaluated once; uniform ones also as broadcast scalars for safe consumers.
+        # Constants and what depends on constants alone (broadcasts of scalars, iotas...), evaluated
+        # once; uniform ones also as broadcast scalars for safe consumers.
         self.constants: dict[int, np.ndarray] = {}
         splats: dict[int, np.ndarray] = {}
         readers: dict[int, set[str]] = {}
         for node in nodes:
             for v in node.inputs:
                 readers.setdefault(v.id, set()).add(node.op)
+        folded = set()
         for node in nodes:
-            if node.op == "constant":
-                value = node.outputs[0]
-                with np.errstate(all="ignore"):
-                    array = graph_ops.OPS["constant"].evaluate([], node.attrs, [value.type])[0]
+            if not all(v.id in self.constants for v in node.inputs):  # (constants, iotas: no operands)
+                continue
+            results = _fold(node, [self.constants[v.id] for v in node.inputs])
+            if results is None:
+                continue
+            folded.add(id(node))
+            for value, array in zip(node.outputs, results):
                 self.constants[value.id] = array
                 scalar = _splat_scalar(array)
                 if scalar is not None and readers.get(value.id) and readers[value.id] <= _SPLAT_OK:
@@ -161,7 +184,7 @@ class Plan:
         self.splats = splats
         self.steps = []
         for i, node in enumerate(nodes):
-            if node.op == "constant":
+            if id(node) in folded:
                 continue
             dead = tuple(sorted({v.id for v in node.inputs if last_use[v.id] == i}))
             out = node.outputs[0] if len(node.outputs) == 1 else None
@@ -177,6 +200,7 @@ class Plan:
         self.steps = group_runs(self.steps, step_readers, set(output_names))
         self._direct_names = [name for step in self.steps for name in _direct_names_of(step)]
         self._outputs_by_name = {o[1]: o for o in self.outputs}
+        self._overwritable = _overwritable_inputs(graph, nodes, last_use, self.steps)
 
     def _step(self, node, dead, direct):
         op = node.op
@@ -230,17 +254,21 @@ class Plan:
             lent.release_all()
 
     def _direct_targets(self, buffers) -> dict[str, np.ndarray]:
-        """Output buffers results may be written into as they are computed: those overlapping
-        no other bound buffer (an in-place op's output is also its input)."""
+        """Output buffers results may be written into as they are computed: those overlapping no
+        other bound buffer but inputs nothing reads after the result is computed (an in-place
+        op's output is also its input: ``param.sub_(step)`` writes once ``param`` is read)."""
         names = self._direct_names
         if not names:
             return {}
         targets = {}
+        overwritable = self._overwritable
         for name in names:
             buf = buffers[name]
+            free = overwritable.get(name, ())
             # may_share_memory compares the arrays' byte extents (reading each address through
             # __array_interface__ cost ~1 us per buffer and launch).
-            if any(np.may_share_memory(buf, other) for other_name, other in buffers.items() if other_name != name):
+            if any(np.may_share_memory(buf, other) for other_name, other in buffers.items()
+                   if other_name != name and other_name not in free):
                 continue
             out = self._outputs_by_name[name]
             targets[name] = np.ndarray((out[3],), dtype=out[2], buffer=buf).reshape(out[4])
@@ -286,6 +314,35 @@ class Plan:
         # A fast step whose operands turned out not to be fp32: the op's own definition.
         results = graph_ops.OPS[node.op].evaluate([env[i] for i in in_ids], node.attrs, [v.type for v in node.outputs])
         env[out_id] = results[0]
+
+
+def _overwritable_inputs(graph: Graph, nodes, last_use: list[int], steps) -> dict[str, frozenset]:
+    """For each output an elementwise step writes directly: the graph inputs whose buffer it may
+    share, because nothing reads the input (or a value that may view it) after that step. The
+    step itself may read it: a numpy ufunc reads every operand element before writing it, or
+    works on a copy where they overlap otherwise."""
+    writers = {id(step[8]): step[7] for step in steps if step[0] in ("binary", "unary") and step[7] is not None}
+    if not writers:
+        return {}
+    fresh = {id(step[8]) for step in steps if step[0] in ("binary", "unary", "dot")}  # ufuncs, matmuls
+    # The inputs each value may be a view of: whatever another op (reshape, transpose, broadcast,
+    # select's chosen operand...) makes from one.
+    views: dict[int, frozenset] = {v.id: frozenset([v.name]) for v in graph.inputs}
+    last_read = {v.name: last_use[v.id] for v in graph.inputs}
+    result: dict[str, frozenset] = {}
+    for i, node in enumerate(nodes):
+        name = writers.get(id(node))
+        if name is not None:
+            result[name] = frozenset(n for n, last in last_read.items() if last <= i)
+        if id(node) in fresh:
+            continue
+        seen = frozenset().union(*(views.get(v.id, frozenset()) for v in node.inputs))
+        if seen:
+            for out in node.outputs:
+                views[out.id] = seen
+                for n in seen:
+                    last_read[n] = max(last_read[n], last_use[out.id])
+    return result
 
 
 def _direct_names_of(step) -> list[str]:

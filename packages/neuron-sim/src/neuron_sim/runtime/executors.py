@@ -53,6 +53,12 @@ def unregister_executor(mode: str) -> None:
         _registry.pop(mode, None)
 
 
+def evaluates_graph_form(mode: str) -> bool:
+    """Whether ``mode``'s executor evaluates programs' graph-level form (not their instructions)."""
+    entry = _registry.get(mode)
+    return mode != FALLBACK_MODE and entry is not None and entry.requires_graph
+
+
 def known_modes() -> tuple[str, ...]:
     with _lock:
         return tuple(sorted(set(_RESERVED_MODES) | set(_registry)))
