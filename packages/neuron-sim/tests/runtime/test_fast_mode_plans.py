@@ -265,3 +265,18 @@ def test_an_in_place_result_waits_while_a_view_of_its_input_is_read_later():
     g.set_outputs([new, later], ["p_out", "n"])
     assert "p" not in plan_of(g)._overwritable["p_out"]
     _run_in_place(g, _values(shape, 15), _values(shape, 16))
+
+
+def test_a_reshaped_output_is_computed_straight_into_its_buffer():
+    # A saved activation: computed in one shape, read on by later nodes, output in another shape.
+    g = Graph("through")
+    x = g.add_input("x", (64, 512), "float32")
+    h = g.add1("multiply", x, x)
+    y = g.add1("add", h, x)
+    g.set_outputs([g.add1("reshape", h, shape=(8, 8, 512)), y], ["saved", "y"])
+    assert plan_of(g)._through == {"saved": ("saved", (64, 512))}
+    outputs = {"saved": np.full((8, 8, 512), 7, np.float32), "y": np.full((64, 512), 7, np.float32)}
+    got = _compare(g, {"x": _values((64, 512), 17)}, outputs=outputs)
+    with np.errstate(over="ignore"):
+        squares = _values((64, 512), 17) ** 2
+    assert np.array_equal(got["saved"].reshape(64, 512), squares, equal_nan=True)

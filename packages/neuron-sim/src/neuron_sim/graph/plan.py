@@ -183,6 +183,18 @@ class Plan:
                     splats[value.id] = np.broadcast_to(scalar, array.shape)
         self.splats = splats
         self.steps = []
+        # An output that is a reshape of a value no output takes as-is (a saved activation, seen
+        # by the backward in another shape): that value is computed into the output's buffer,
+        # viewed in the value's shape ("written through"), and the reshape is then that buffer.
+        self._through: dict[str, tuple] = {}
+        through_keys: dict[int, tuple] = {}
+        for node in nodes:
+            out = node.outputs[0] if node.op == "reshape" else None
+            if out is not None and out.id in output_names and out.type.dtype == "float32":
+                src = node.inputs[0]
+                if src.id not in output_names and src.id not in through_keys and src.type.dtype == "float32":
+                    key = through_keys[src.id] = (output_names[out.id], src.type.shape)
+                    self._through[output_names[out.id]] = key
         for i, node in enumerate(nodes):
             if id(node) in folded:
                 continue
@@ -190,9 +202,10 @@ class Plan:
             out = node.outputs[0] if len(node.outputs) == 1 else None
             # Only outputs big enough for the saved copy to outweigh the overlap check at each run
             # (a tiny op's launch paid ~45 us for it).
-            direct = (out is not None and out.id in output_names and out.type.dtype == "float32"
-                      and out.type.num_elements >= _DIRECT_MIN_ELEMENTS) and output_names[out.id]
-            self.steps.append(self._step(node, dead, direct or None))
+            direct = None
+            if out is not None and out.type.dtype == "float32" and out.type.num_elements >= _DIRECT_MIN_ELEMENTS:
+                direct = output_names.get(out.id) or through_keys.get(out.id)
+            self.steps.append(self._step(node, dead, direct))
         step_readers: dict[int, list[int]] = {}
         for index, step in enumerate(self.steps):
             for v in step[8].inputs:
@@ -247,6 +260,9 @@ class Plan:
                 target = targets.get(name)
                 if target is not None and value is target:
                     continue
+                through = self._through.get(name)
+                if through is not None and _is_view_of_whole(value, targets.get(through)):
+                    continue
                 target = np.ndarray((count,), dtype=np_dtype, buffer=buffers[name]).reshape(shape)
                 target[...] = dtypes.convert(np.asarray(value), dtype)
         finally:
@@ -262,16 +278,17 @@ class Plan:
             return {}
         targets = {}
         overwritable = self._overwritable
-        for name in names:
+        for key in names:
+            name, shape = (key, None) if isinstance(key, str) else key
             buf = buffers[name]
-            free = overwritable.get(name, ())
+            free = overwritable.get(key, ())
             # may_share_memory compares the arrays' byte extents (reading each address through
             # __array_interface__ cost ~1 us per buffer and launch).
             if any(np.may_share_memory(buf, other) for other_name, other in buffers.items()
                    if other_name != name and other_name not in free):
                 continue
             out = self._outputs_by_name[name]
-            targets[name] = np.ndarray((out[3],), dtype=out[2], buffer=buf).reshape(out[4])
+            targets[key] = np.ndarray((out[3],), dtype=out[2], buffer=buf).reshape(out[4] if shape is None else shape)
         return targets
 
     @staticmethod
@@ -343,6 +360,12 @@ def _overwritable_inputs(graph: Graph, nodes, last_use: list[int], steps) -> dic
                 for n in seen:
                     last_read[n] = max(last_read[n], last_use[out.id])
     return result
+
+
+def _is_view_of_whole(value: np.ndarray, whole: np.ndarray | None) -> bool:
+    """Whether ``value`` is ``whole``'s memory, all of it, in C order (a reshape of it)."""
+    return (whole is not None and value.size == whole.size and value.flags.c_contiguous
+            and value.__array_interface__["data"][0] == whole.__array_interface__["data"][0])
 
 
 def _direct_names_of(step) -> list[str]:
