@@ -7,6 +7,8 @@ compiled training); eager runs both op by op.
 Reports: simulated device time per train step compiled vs eager (target <= 0.5x), warm wall time
 per step compiled vs eager (target <= 1.0x), cold compile time of the GPT forward+backward vs
 inductor's on CPU (target <= 1.0x; each with a fresh cache), and the losses of both neuron runs.
+The eager and compiled runs take their warm steps in turns (each with its own dropout stream), so
+a slower or faster spell of a shared machine weighs on both alike.
 
     python benchmarks/compile_gpt_step.py [--steps 6] [--launches]
 
@@ -27,24 +29,41 @@ import warnings
 from _harness import report
 
 
-def run(device: str, steps: int, backend: str | None, launches: list | None = None):
-    """(losses, first step seconds, median warm step seconds, median device ms per step or None,
-    first fwd+bwd seconds, median warm fwd+bwd seconds). ``launches``: gets the device's launch
-    records of the last step."""
-    import torch
-    from torch_neuronx.testing.gpt import GPT, GPTConfig, batches
+class Run:
+    """One training run, advanced a step at a time (``step()``), so two runs can take turns.
 
-    cfg = GPTConfig()
-    torch.manual_seed(0)
-    model = GPT(cfg).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-    step_fn = torch.compile(model, backend=backend) if backend else model
-    opt_step = torch.compile(opt.step, backend=backend) if backend else opt.step
-    torch.manual_seed(1)  # dropout masks: the same stream for both neuron runs
-    losses, walls, device_ms, fwd_bwd = [], [], [], []
-    trace = None
-    for k, (x, y) in enumerate(batches(cfg, 8, steps + 1)):
-        if launches is not None and k == steps:
+    Each run keeps its own random state (the CPU and neuron generators, which draw the dropout
+    masks) and swaps it in for its steps: taking turns does not change either run's masks."""
+
+    def __init__(self, device: str, backend: str | None):
+        import torch
+        from torch_neuronx.testing.gpt import GPT, GPTConfig
+
+        self.torch, self.device, self.cfg = torch, device, GPTConfig()
+        torch.manual_seed(0)
+        self.model = GPT(self.cfg).to(device)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=3e-4)
+        self.step_fn = torch.compile(self.model, backend=backend) if backend else self.model
+        self.opt_step = torch.compile(self.opt.step, backend=backend) if backend else self.opt.step
+        torch.manual_seed(1)  # dropout masks: the same stream for both neuron runs
+        self.rng = self._rng_state()
+        self.losses, self.walls, self.device_ms, self.fwd_bwd = [], [], [], []
+
+    def _rng_state(self):
+        on_neuron = self.device == "neuron"
+        return self.torch.get_rng_state(), self.torch.neuron.get_rng_state() if on_neuron else None
+
+    def _set_rng_state(self, state) -> None:
+        self.torch.set_rng_state(state[0])
+        if state[1] is not None:
+            self.torch.neuron.set_rng_state(state[1])
+
+    def step(self, x, y, launches: list | None = None) -> None:
+        """One training step; ``launches`` gets the device's launch records of this step."""
+        torch, device = self.torch, self.device
+        self._set_rng_state(self.rng)
+        trace = None
+        if launches is not None:
             import torch_neuronx
 
             torch.neuron.synchronize()
@@ -54,22 +73,26 @@ def run(device: str, steps: int, backend: str | None, launches: list | None = No
             start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
             start.record()
         t0 = time.perf_counter()
-        loss = step_fn(x.to(device), y.to(device))
-        opt.zero_grad(set_to_none=True)
+        loss = self.step_fn(x.to(device), y.to(device))
+        self.opt.zero_grad(set_to_none=True)
         loss.backward()
         loss.item()  # the backward has run (for the fwd+bwd wall time)
-        fwd_bwd.append(time.perf_counter() - t0)
-        opt_step()
-        losses.append(loss.item())
-        walls.append(time.perf_counter() - t0)
+        self.fwd_bwd.append(time.perf_counter() - t0)
+        self.opt_step()
+        self.losses.append(loss.item())
+        self.walls.append(time.perf_counter() - t0)
         if device == "neuron":
             end.record()
             end.synchronize()
-            device_ms.append(start.elapsed_time(end))
-    if trace is not None:
-        trace.unsubscribe(handle)
-    return (losses, walls[0], statistics.median(walls[1:]), statistics.median(device_ms[1:]) if device_ms else None,
-            fwd_bwd[0], statistics.median(fwd_bwd[1:]))
+            self.device_ms.append(start.elapsed_time(end))
+        if trace is not None:
+            trace.unsubscribe(handle)
+        self.rng = self._rng_state()
+
+    def warm(self) -> tuple[float, float | None, float]:
+        """Median warm step seconds, device ms per step (neuron) and fwd+bwd seconds."""
+        return (statistics.median(self.walls[1:]), statistics.median(self.device_ms[1:]) if self.device_ms else None,
+                statistics.median(self.fwd_bwd[1:]))
 
 
 def main(argv: list[str]) -> None:
@@ -84,13 +107,23 @@ def main(argv: list[str]) -> None:
     os.environ.setdefault("TORCH_NEURONX_COMPILE_LOG", "1")
     import torch
     import torch_neuronx
+    from torch_neuronx.testing.gpt import GPTConfig, batches
 
-    eager_losses, eager_first, eager_step, eager_ms, _, _ = run("neuron", args.steps, None)
-    print(f"(eager neuron: first step {eager_first:.1f} s, warm {eager_step * 1e3:.0f} ms, {eager_ms:.2f} ms device)", flush=True)
-    torch._dynamo.reset()
+    data = list(batches(GPTConfig(), 8, args.steps + 1))
+    eager, compiled = Run("neuron", None), Run("neuron", "neuron")
+    eager.step(*data[0])
+    print(f"(eager neuron: first step {eager.walls[0]:.1f} s)", flush=True)
+    compiled.step(*data[0])
+    print(f"(compiled neuron: first step {compiled.walls[0]:.1f} s)", flush=True)
+    # Warm steps taking turns, so both runs see the machine in the same state (a busy neighbour
+    # on a shared host slows whichever run it overlaps).
     launches = [] if args.launches else None
-    compiled_losses, compiled_first, compiled_step, compiled_ms, neuron_fb_first, neuron_fb = run("neuron", args.steps, "neuron",
-                                                                                                  launches)
+    for k, (x, y) in enumerate(data[1:], start=1):
+        eager.step(x, y)
+        compiled.step(x, y, launches if k == args.steps else None)
+    eager_step, eager_ms, _ = eager.warm()
+    compiled_step, compiled_ms, neuron_fb = compiled.warm()
+    compiled_first, neuron_fb_first = compiled.walls[0], compiled.fwd_bwd[0]
     if launches:
         per_kind: dict = {}
         for r in launches:
@@ -100,11 +133,13 @@ def main(argv: list[str]) -> None:
         print("launches of the last compiled step (count, device us, name, kind):")
         for (name, kind), (count, us) in sorted(per_kind.items(), key=lambda kv: -kv[1][1]):
             print(f"  {count:5d} {us:10.1f} us  {name} ({kind})")
-    print(f"(compiled neuron: first step {compiled_first:.1f} s, warm {compiled_step * 1e3:.0f} ms, "
-          f"{compiled_ms:.2f} ms device)", flush=True)
     metrics = torch_neuronx.compile_metrics()
     torch._dynamo.reset()
-    _, inductor_first, inductor_step, _, inductor_fb_first, inductor_fb = run("cpu", args.steps, "inductor")
+    inductor = Run("cpu", "inductor")
+    for x, y in data:
+        inductor.step(x, y)
+    inductor_step, _, inductor_fb = inductor.warm()
+    inductor_first, inductor_fb_first = inductor.walls[0], inductor.fwd_bwd[0]
     print(f"(inductor CPU: first step {inductor_first:.1f} s, warm {inductor_step * 1e3:.0f} ms)", flush=True)
 
     # Cold compile of the model's forward+backward: the first fwd+bwd minus a warm one (its own work).
@@ -123,9 +158,9 @@ def main(argv: list[str]) -> None:
     print(f"neuron graphs: {metrics['graphs_compiled']} compiled, {metrics['cache_hits']} cache hits, "
           + ", ".join(f"{g['name']} {g['ops']} ops {g['seconds']:.1f} s {g['device_us'] / 1e3:.2f} ms device"
                       for g in metrics["graphs"]))
-    diff = max(abs(a - b) for a, b in zip(eager_losses, compiled_losses))
-    print(f"losses eager    {' '.join(f'{v:.4f}' for v in eager_losses)}")
-    print(f"losses compiled {' '.join(f'{v:.4f}' for v in compiled_losses)}   max |diff| {diff:.2e}")
+    diff = max(abs(a - b) for a, b in zip(eager.losses, compiled.losses))
+    print(f"losses eager    {' '.join(f'{v:.4f}' for v in eager.losses)}")
+    print(f"losses compiled {' '.join(f'{v:.4f}' for v in compiled.losses)}   max |diff| {diff:.2e}")
 
 
 if __name__ == "__main__":

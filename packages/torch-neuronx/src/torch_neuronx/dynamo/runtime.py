@@ -22,7 +22,6 @@ from collections import Counter
 
 import torch
 from torch import fx
-from torch.utils._pytree import tree_map
 
 from .. import _state
 from ..compiled.tracing import row_major_strides, storage_span
@@ -47,6 +46,7 @@ class CompiledGraph:
         self.ops = sum(n.op == "call_function" for n in gm.graph.nodes)
         self.part = partition(gm)
         self.dm: DeviceModule = device_module(self.part)
+        self._operand_builders: dict = {}
         self.pre_launch = [n for n in gm.graph.nodes
                            if n.op == "call_function" and self.part.kind.get(n) in (HOST, RANDOM, DROPOUT)]
         self.placeholder_index = {n: i for i, n in enumerate(self.part.placeholders)}
@@ -185,10 +185,21 @@ class CompiledGraph:
             elif node.op == "call_function" and node.target is operator.getitem:
                 values[node] = value(node.args[0])[node.args[1]]
             else:
-                values[node] = node.target(*tree_map(value, node.args), **tree_map(value, node.kwargs))
+                args_of, kwargs_of = self._operands_of(node)
+                values[node] = node.target(*args_of(value), **kwargs_of(value))
         if masks:
             values.update(self._upload_masks(masks))
         return values
+
+    def _operands_of(self, node: fx.Node):
+        """(args, kwargs) builders of a host node, from a function giving each operand node's value:
+        made once per node (tree_map walked every argument structure on every call, ~20 us per
+        node: an optimizer step has a thousand host nodes, its bias corrections)."""
+        builders = self._operand_builders.get(node)
+        if builders is None:
+            builders = self._operand_builders[node] = (_builder(node.args) or _constant(node.args),
+                                                       _builder(node.kwargs) or _constant(node.kwargs))
+        return builders
 
     def _draw_mask(self, node: fx.Node) -> torch.Tensor:
         """The bool mask of dropout ``node``, drawn on the host as eager draws it (in the input's
@@ -290,3 +301,32 @@ class CompiledGraph:
 
 def _device_us(timing) -> float:
     return float(timing.get("total_time_ns", 0.0)) / 1e3 if isinstance(timing, dict) else 0.0
+
+
+def _builder(structure):
+    """A function of ``value`` (node -> its value) that rebuilds ``structure`` (nested tuples,
+    lists and dicts of nodes and constants) with each node replaced by its value, as tree_map
+    does, or None if ``structure`` holds no node; parts without nodes are reused as they are."""
+    if isinstance(structure, fx.Node):
+        return lambda value: value(structure)
+    if isinstance(structure, (tuple, list)):
+        parts = [_builder(item) for item in structure]
+        if not any(parts):
+            return None
+        makers = [part or _constant(item) for part, item in zip(parts, structure)]
+        if isinstance(structure, list):  # fx's immutable_list too: ops take a plain list alike
+            return lambda value: [make(value) for make in makers]
+        if hasattr(structure, "_fields"):  # a namedtuple
+            return lambda value: type(structure)(*[make(value) for make in makers])
+        return lambda value: tuple([make(value) for make in makers])
+    if isinstance(structure, dict):
+        parts = {key: _builder(item) for key, item in structure.items()}
+        if not any(parts.values()):
+            return None
+        makers = {key: part or _constant(structure[key]) for key, part in parts.items()}
+        return lambda value: {key: make(value) for key, make in makers.items()}
+    return None
+
+
+def _constant(structure):
+    return lambda value: structure
