@@ -280,3 +280,16 @@ def test_a_reshaped_output_is_computed_straight_into_its_buffer():
     with np.errstate(over="ignore"):
         squares = _values((64, 512), 17) ** 2
     assert np.array_equal(got["saved"].reshape(64, 512), squares, equal_nan=True)
+
+
+def test_overlaps_of_many_buffers_match_pairwise_checks():
+    from neuron_sim.graph.plan import _overlapping
+
+    memory = np.zeros(4096, np.uint8)
+    rng = np.random.default_rng(18)
+    buffers = {f"b{i}": memory[a:a + n] for i, (a, n) in enumerate(zip(rng.integers(0, 4000, 60), rng.integers(0, 96, 60)))}
+    buffers |= {"own": np.zeros(64, np.uint8), "strided": memory[100:900:8]}
+    overlaps = _overlapping(buffers)
+    for name, buf in buffers.items():
+        expected = {other for other, b in buffers.items() if other != name and np.may_share_memory(buf, b)}
+        assert set(overlaps.get(name, ())) == expected, name

@@ -42,6 +42,8 @@ _UNARY_UFUNCS = {name: fn for name, fn in graph_ops.UNARY.items() if isinstance(
 _SPLAT_OK = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
 _DIRECT_MIN_ELEMENTS = 1 << 14  # 64 KiB of float32
 _FOLD_MAX_ELEMENTS = 1 << 16
+_PAIRWISE_MAX = 64  # direct outputs x bound buffers compared pair by pair
+_byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or np.byte_bounds  # numpy 2 / 1.26
 
 POOL_MAX_BYTES = 256 << 20
 
@@ -252,9 +254,11 @@ class Plan:
                             self._run_step(step, env, splats, lent, targets)
                         except Exception as err:  # an op's numpy form failed: name it
                             raise_op_failure(step[8], err)
-                    for vid in step[6]:
-                        env[vid] = None
-                    lent.recycle()
+                    dead = step[6]
+                    if dead:  # a buffer is freed only by dropping a value (or, later, its views)
+                        for vid in dead:
+                            env[vid] = None
+                        lent.recycle()
             for vid, name, np_dtype, count, shape, dtype in self.outputs:
                 value = env[vid]
                 target = targets.get(name)
@@ -278,14 +282,19 @@ class Plan:
             return {}
         targets = {}
         overwritable = self._overwritable
+        # A few buffers: compare each pair's byte extents (may_share_memory; reading each address
+        # through __array_interface__ cost ~1 us per buffer and launch). Many (an optimizer graph's
+        # hundreds): sort the extents once instead of comparing every pair.
+        overlaps = _overlapping(buffers) if len(names) * len(buffers) > _PAIRWISE_MAX else None
         for key in names:
             name, shape = (key, None) if isinstance(key, str) else key
             buf = buffers[name]
             free = overwritable.get(key, ())
-            # may_share_memory compares the arrays' byte extents (reading each address through
-            # __array_interface__ cost ~1 us per buffer and launch).
-            if any(np.may_share_memory(buf, other) for other_name, other in buffers.items()
-                   if other_name != name and other_name not in free):
+            if overlaps is not None:
+                if any(other not in free for other in overlaps.get(name, ())):
+                    continue
+            elif any(np.may_share_memory(buf, other) for other_name, other in buffers.items()
+                     if other_name != name and other_name not in free):
                 continue
             out = self._outputs_by_name[name]
             targets[key] = np.ndarray((out[3],), dtype=out[2], buffer=buf).reshape(out[4] if shape is None else shape)
@@ -360,6 +369,28 @@ def _overwritable_inputs(graph: Graph, nodes, last_use: list[int], steps) -> dic
                 for n in seen:
                     last_read[n] = max(last_read[n], last_use[out.id])
     return result
+
+
+def _overlapping(buffers: dict[str, np.ndarray]) -> dict[str, list[str]]:
+    """For each (flat, contiguous) buffer, the other buffers whose bytes overlap its own."""
+    spans = []
+    for name, buf in buffers.items():
+        if buf.nbytes:
+            if buf.flags.c_contiguous:
+                start = buf.__array_interface__["data"][0]
+                spans.append((start, start + buf.nbytes, name))
+            else:
+                spans.append((*_byte_bounds(buf), name))
+    spans.sort()
+    overlaps: dict[str, list[str]] = {}
+    open_spans: list[tuple[int, str]] = []  # (end, name) of earlier spans
+    for start, end, name in spans:
+        open_spans = [(e, n) for e, n in open_spans if e > start]
+        for _e, other in open_spans:
+            overlaps.setdefault(name, []).append(other)
+            overlaps.setdefault(other, []).append(name)
+        open_spans.append((end, name))
+    return overlaps
 
 
 def _is_view_of_whole(value: np.ndarray, whole: np.ndarray | None) -> bool:
