@@ -18,9 +18,10 @@ def _fast_registered():
     yield
 
 
-def exp_program(h):
-    """copy_program's ISA (y = x) with a graph form computing y = exp(x): the mode shows in the result."""
-    program = h.copy_program(internal=False, name="exp_graph")
+def exp_program(h, internal: bool = False):
+    """copy_program's ISA (y = x, through an internal HBM tensor if asked) with a graph form
+    computing y = exp(x): the mode shows in the result."""
+    program = h.copy_program(internal=internal, name="exp_graph")
     g = Graph("exp_graph")
     x = g.add_input("x", (128, 64), "float32")
     g.set_outputs([g.add1("exp", x)], ["y"])
@@ -59,11 +60,7 @@ def test_graph_cache_is_per_program_and_released(h):
 def test_internal_tensors_hold_hbm_for_a_fast_launch_too(h):
     # The graph form never reads them, but they are part of what the launch occupies on the device:
     # the same HBM peak as an exact launch, and the same out-of-memory error when they do not fit.
-    program = h.copy_program(internal=True, name="exp_graph_internal")
-    g = Graph("exp_graph_internal")
-    x = g.add_input("x", (128, 64), "float32")
-    g.set_outputs([g.add1("exp", x)], ["y"])
-    program.graph = g.to_dict()
+    program = exp_program(h, internal=True)
     for mode in ("fast", "exact"):
         rt = h.make_runtime(NEURON_SIM_MODE=mode)
         device = rt.device(0)

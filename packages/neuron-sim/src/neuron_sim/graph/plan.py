@@ -5,16 +5,20 @@ and kept them all alive until the end, so every launch paid the page faults of f
 each node (most of a large elementwise graph's time) and then copied each result into its output
 buffer. A plan keeps the numerics of ``ops.py`` exactly and changes only where results are stored:
 
-* constants are evaluated once, when the plan is made;
+* constants, and small or broadcast results of ops of constants alone, are evaluated once, when
+  the plan is made;
 * each value is dropped after its last reader, and temporaries of the ops below live in
   reusable buffers (``BufferPool``, kept by the executor across launches), written with ``out=``;
 * float32 elementwise ops and fp32 matmuls evaluate through the same numpy calls as ``ops.py``
   (the same ufunc loops on the same operands: bit-identical), only with ``out=``;
-* a result a graph output takes as-is is written straight into its output buffer when that
-  buffer overlaps no other bound buffer (so no operand read later can see the early write);
+* a result a graph output takes as-is, or reshaped, is written straight into its output buffer
+  when that buffer overlaps no other bound buffer, except inputs nothing reads afterwards (so no
+  operand read later can see the early write; an in-place op's output is its input's buffer);
 * a constant whose elements are all one (non-NaN) value feeds add/subtract/multiply/divide/
   maximum/minimum as a broadcast scalar (those loops give the same bits for a broadcast operand;
-  NaN is excluded because which NaN's sign propagates depends on the loop).
+  NaN is excluded because which NaN's sign propagates depends on the loop);
+* large runs of elementwise ops are evaluated as two halves at once while a core is free
+  (``split.py``).
 
 Every other op runs its ``ops.py`` definition unchanged.
 """
@@ -213,7 +217,7 @@ class Plan:
             for v in step[8].inputs:
                 step_readers.setdefault(v.id, []).append(index)
         self.steps = group_runs(self.steps, step_readers, set(output_names))
-        self._direct_names = [name for step in self.steps for name in _direct_names_of(step)]
+        self._direct_keys = [key for step in self.steps for key in _direct_keys_of(step)]
         self._outputs_by_name = {o[1]: o for o in self.outputs}
         self._overwritable = _overwritable_inputs(graph, nodes, last_use, self.steps)
 
@@ -273,20 +277,20 @@ class Plan:
             env = None
             lent.release_all()
 
-    def _direct_targets(self, buffers) -> dict[str, np.ndarray]:
+    def _direct_targets(self, buffers) -> dict:
         """Output buffers results may be written into as they are computed: those overlapping no
         other bound buffer but inputs nothing reads after the result is computed (an in-place
         op's output is also its input: ``param.sub_(step)`` writes once ``param`` is read)."""
-        names = self._direct_names
-        if not names:
+        keys = self._direct_keys
+        if not keys:
             return {}
         targets = {}
         overwritable = self._overwritable
         # A few buffers: compare each pair's byte extents (may_share_memory; reading each address
         # through __array_interface__ cost ~1 us per buffer and launch). Many (an optimizer graph's
         # hundreds): sort the extents once instead of comparing every pair.
-        overlaps = _overlapping(buffers) if len(names) * len(buffers) > _PAIRWISE_MAX else None
-        for key in names:
+        overlaps = _overlapping(buffers) if len(keys) * len(buffers) > _PAIRWISE_MAX else None
+        for key in keys:
             name, shape = (key, None) if isinstance(key, str) else key
             buf = buffers[name]
             free = overwritable.get(key, ())
@@ -399,7 +403,8 @@ def _is_view_of_whole(value: np.ndarray, whole: np.ndarray | None) -> bool:
             and value.__array_interface__["data"][0] == whole.__array_interface__["data"][0])
 
 
-def _direct_names_of(step) -> list[str]:
+def _direct_keys_of(step) -> list:
+    """The output buffers (by name, or (name, shape) when written through) a step writes into."""
     if step[0] == "split":
         return [direct for _dtype, direct in step[1].escaping.values() if direct is not None]
     return [step[7]] if step[7] is not None else []
