@@ -2,11 +2,12 @@
 
 The executor normally runs beside the thread that issues ops, one core each, so it computes on
 one thread. When that thread blocks until the device catches up (``synchronize()``, ``.item()``,
-an event), its core is free: then the executor computes large matmuls and composite activations
-(erf, GELU) as two halves at once. The halves are the same whether they run at once or one after
-the other, so results never depend on timing; only the split itself (chosen from shapes alone)
-decides the arithmetic. A single numpy ufunc is not split: handing half of it to another thread
-cost more than it saved (memory bandwidth, not the core, bounds it).
+an event), its core is free: then the executor computes large matmuls, composite activations
+(erf, GELU) and long runs of elementwise ops over large tensors (``graph/split.py``) as two halves
+at once. The halves are the same whether they run at once or one after the other, so results
+never depend on timing; only the split itself (chosen from shapes alone) decides the arithmetic.
+Small work is not split: each half's numpy calls wait for the GIL while the other half holds it,
+which cost more than the second core saved.
 """
 
 from __future__ import annotations

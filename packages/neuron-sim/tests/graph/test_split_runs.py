@@ -60,14 +60,16 @@ def _assert_same(ref: dict, got: dict):
         assert np.array_equal(ref[name].view(np.uint8), got[name].view(np.uint8)), name
 
 
+def _scalar(g: Graph, value: float):
+    """A float32 constant broadcast to SHAPE, as torch-mlir writes a tensor-scalar operand."""
+    return g.add1("broadcast_in_dim", g.add1("constant", value=np.float32(value), dtype="float32"), shape=SHAPE, dims=())
+
+
 def _gelu_graph(g: Graph, x):
     """GELU as torch-mlir decomposes it: x * 0.5 * (1 + erf(x * rsqrt(2)))."""
-    def const(value):
-        return g.add1("broadcast_in_dim", g.add1("constant", value=np.float32(value), dtype="float32"), shape=SHAPE, dims=())
-
-    half = g.add1("multiply", x, const(0.5))
-    scaled = g.add1("multiply", x, g.add1("rsqrt", const(2.0)))
-    return g.add1("multiply", half, g.add1("add", g.add1("erf", scaled), const(1.0))), scaled
+    half = g.add1("multiply", x, _scalar(g, 0.5))
+    scaled = g.add1("multiply", x, g.add1("rsqrt", _scalar(g, 2.0)))
+    return g.add1("multiply", half, g.add1("add", g.add1("erf", scaled), _scalar(g, 1.0))), scaled
 
 
 def test_gelu_is_one_split_run_with_the_reference_bits(core_free):
@@ -86,7 +88,7 @@ def test_values_read_after_the_run_and_mixed_dtypes(core_free):
     x = g.add_input("x", SHAPE, "float32")
     rows = g.add1("broadcast_in_dim", g.add1("reduce", x, dims=(2,), kind="max"), shape=SHAPE, dims=(0, 1))
     y, scaled = _gelu_graph(g, g.add1("subtract", x, rows))
-    zero = g.add1("broadcast_in_dim", g.add1("constant", value=np.float32(0), dtype="float32"), shape=SHAPE, dims=())
+    zero = _scalar(g, 0.0)
     positive = g.add1("compare", y, zero, direction="GT")
     picked = g.add1("select", positive, y, scaled)
     low = g.add1("convert", picked, dtype="bfloat16")

@@ -40,6 +40,11 @@ def _compare(g: Graph, inputs: dict, outputs=None, pool=None):
     return got_out
 
 
+def _scalar(g: Graph, value: float, shape):
+    """A float32 constant broadcast to ``shape``, as torch-mlir writes a tensor-scalar operand."""
+    return g.add1("broadcast_in_dim", g.add1("constant", value=np.float32(value), dtype="float32"), shape=shape, dims=())
+
+
 def _splat_chain(value: float) -> Graph:
     g = Graph("chain")
     x = g.add_input("x", (4, 33), "float32")
@@ -179,7 +184,7 @@ def test_a_select_on_a_broadcast_scalar_predicate_picks_one_operand(weight):
     w = g.add_input("w", (), "float32")
     a = g.add_input("a", (6, 40), "float32")
     b = g.add_input("b", (6, 40), "float32")
-    half = g.add1("broadcast_in_dim", g.add1("constant", value=np.float32(0.5), dtype="float32"), shape=(6, 40), dims=())
+    half = _scalar(g, 0.5, (6, 40))
     pred = g.add1("compare", g.add1("broadcast_in_dim", w, shape=(6, 40), dims=()), half, direction="LT")
     picked = g.add1("select", pred, g.add1("exp", a), b)
     g.set_outputs([picked, pred], ["y", "p"])
@@ -198,8 +203,7 @@ def test_an_exactly_rounded_function_of_a_broadcast_scalar_is_computed_once():
     # bits of the elementwise computation (rsqrt = 1/sqrt, both correctly rounded).
     g = Graph("gelu_scale")
     x = g.add_input("x", (64, 300), "float32")
-    two = g.add1("broadcast_in_dim", g.add1("constant", value=np.float32(2.0), dtype="float32"), shape=(64, 300), dims=())
-    scale = g.add1("rsqrt", two)
+    scale = g.add1("rsqrt", _scalar(g, 2.0, (64, 300)))
     g.set_outputs([g.add1("multiply", x, scale), scale], ["y", "s"])
     inputs = {"x": _values((64, 300), 10)}
     got = _compare(g, inputs)
@@ -212,8 +216,7 @@ def test_ops_of_constants_alone_are_evaluated_once_when_the_plan_is_made():
     # input remain as steps, with the bits of node-by-node evaluation.
     g = Graph("folded")
     x = g.add_input("x", (64, 300), "float32")
-    two = g.add1("broadcast_in_dim", g.add1("constant", value=np.float32(2.0), dtype="float32"), shape=(64, 300), dims=())
-    scale = g.add1("rsqrt", two)
+    scale = g.add1("rsqrt", _scalar(g, 2.0, (64, 300)))
     col = g.add1("convert", g.add1("iota", shape=(64, 300), dtype="int32", dim=1), dtype="float32")
     g.set_outputs([g.add1("multiply", g.add1("multiply", x, scale), col)], ["y"])
     _compare(g, {"x": _values((64, 300), 11)})

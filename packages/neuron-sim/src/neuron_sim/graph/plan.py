@@ -250,19 +250,7 @@ class Plan:
         targets = self._direct_targets(buffers)
         try:
             with np.errstate(all="ignore"):
-                for step in self.steps:
-                    if step[0] == "split":  # names its own failing op, drops its own dead values
-                        step[1].run(env, splats, lent, targets, self._run_step)
-                    else:
-                        try:
-                            self._run_step(step, env, splats, lent, targets)
-                        except Exception as err:  # an op's numpy form failed: name it
-                            raise_op_failure(step[8], err)
-                    dead = step[6]
-                    if dead:  # a buffer is freed only by dropping a value (or, later, its views)
-                        for vid in dead:
-                            env[vid] = None
-                        lent.recycle()
+                self._run_steps(self.steps, env, splats, lent, targets)
             for vid, name, np_dtype, count, shape, dtype in self.outputs:
                 value = env[vid]
                 target = targets.get(name)
@@ -303,6 +291,23 @@ class Plan:
             out = self._outputs_by_name[name]
             targets[key] = np.ndarray((out[3],), dtype=out[2], buffer=buf).reshape(out[4] if shape is None else shape)
         return targets
+
+    @classmethod
+    def _run_steps(cls, steps, env, splats, lent, targets) -> None:
+        """Run ``steps`` in order, dropping each value after its last reader."""
+        for step in steps:
+            if step[0] == "split":  # names its own failing op, drops its own dead values
+                step[1].run(env, splats, lent, targets, cls._run_steps)
+            else:
+                try:
+                    cls._run_step(step, env, splats, lent, targets)
+                except Exception as err:  # an op's numpy form failed: name it
+                    raise_op_failure(step[8], err)
+            dead = step[6]
+            if dead:  # a buffer is freed only by dropping a value (or, later, its views)
+                for vid in dead:
+                    env[vid] = None
+                lent.recycle()
 
     @staticmethod
     def _run_step(step, env, splats, lent, targets) -> None:
@@ -346,8 +351,8 @@ class Plan:
         env[out_id] = results[0]
 
 
-def _overwritable_inputs(graph: Graph, nodes, last_use: list[int], steps) -> dict[str, frozenset]:
-    """For each output an elementwise step writes directly: the graph inputs whose buffer it may
+def _overwritable_inputs(graph: Graph, nodes, last_use: list[int], steps) -> dict:
+    """For each output key an elementwise step writes directly: the graph inputs whose buffer it may
     share, because nothing reads the input (or a value that may view it) after that step. The
     step itself may read it: a numpy ufunc reads every operand element before writing it, or
     works on a copy where they overlap otherwise."""

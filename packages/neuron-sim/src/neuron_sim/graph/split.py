@@ -72,16 +72,10 @@ class SplitRun:
         cut = shape[axis] // 2
         self.halves = ((*lead, slice(0, cut)), (*lead, slice(cut, None)))
 
-    def run(self, env, splats, lent, targets, run_step) -> None:
+    def run(self, env, splats, lent, targets, run_steps) -> None:
+        """Evaluate the run; ``run_steps`` is the plan's own loop, for the one-by-one evaluation."""
         if not spare_core.available():
-            for step in self.steps:
-                try:
-                    run_step(step, env, splats, lent, targets)
-                except Exception as err:
-                    raise_op_failure(step[8], err)
-                for vid in step[6]:
-                    env[vid] = None
-                lent.recycle()
+            run_steps(self.steps, env, splats, lent, targets)
             return
         node = self.hoisted[0][0] if self.hoisted else None
         try:
