@@ -14,7 +14,14 @@ from neuron_sim import get_architecture as _get_architecture
 from ..tensor import NkiTensor  # noqa: F401 - re-exported (see __all__)
 from . import math_ops as _m
 from .indexing import DynSlice, IndexExpr, Mask, arange, ds, mgrid, par_dim  # noqa: F401 - re-exported (see __all__)
-from .loops import affine_range, fori_loop, no_reorder, sequential_range, static_range, while_loop  # noqa: F401 - re-exported (see __all__)
+from .loops import (  # noqa: F401 - re-exported (see __all__)
+    affine_range,
+    fori_loop,
+    no_reorder,
+    sequential_range,
+    static_range,
+    while_loop,
+)
 from .matmul_ops import matmul, transpose  # noqa: F401 - re-exported (see __all__)
 from .memory_ops import (  # noqa: F401 - re-exported (see __all__)
     copy,
