@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 from _harness import best_of, report
-from neuron_sim.graph import FastExecutor, Graph, evaluate_reference
+from neuron_sim.executor.fast import FastExecutor
+from neuron_sim.graph import Graph, evaluate_reference
 
 SHAPE = (8, 128, 1024)
 

@@ -72,7 +72,7 @@ def test_folded_constant_expressions():
 @pytest.mark.parametrize("mode", ["exact", "fast"])
 def test_large_constants_bind_themselves_at_launch(mode, tmp_path):
     """The constant's bytes travel in the NEFF; any launcher works without constant_arrays."""
-    from neuron_sim.graph import FastExecutor
+    from neuron_sim.executor.fast import FastExecutor
     from neuron_sim.neff import Neff
     from neuron_sim.runtime import Runtime, RuntimeConfig, register_executor
     from neuron_sim.trace import TraceSink

@@ -37,7 +37,7 @@ def test_compiles_for_each_target(target):
 
 @pytest.mark.parametrize("mode", ["exact", "fast"])
 def test_launch_on_the_runtime(mode):
-    from neuron_sim.graph import FastExecutor
+    from neuron_sim.executor.fast import FastExecutor
     from neuron_sim.runtime import register_executor
     from neuron_sim.trace import TraceSink
 

@@ -5,7 +5,7 @@ executor with the hardware's numerics, a timing model, the NEFF file format and 
 runtime of devices, queues and events.
 """
 
-from . import dtypes, graph, isa, neff, runtime, timing, trace
+from . import dtypes, executor, graph, isa, neff, runtime, timing, trace
 from .arch import Architecture, get_architecture
 from .builder import HbmTensor, ProgramBuilder, Tile
 from .errors import (
@@ -19,7 +19,7 @@ from .errors import (
     UninitializedReadError,
     ValidationError,
 )
-from .executor import ExactExecutor
+from .executor import ExactExecutor, FastExecutor
 from .memory import AccessPattern, Hbm
 from .neff import Neff, NeffCache
 from .program import Program, TensorDecl
@@ -29,9 +29,9 @@ from .timing import TimingResult, estimate
 __version__ = "0.1.0"
 
 __all__ = [
-    "dtypes", "graph", "isa", "neff", "runtime", "timing", "trace", "Neff", "NeffCache", "Event", "Runtime", "get_runtime",
+    "dtypes", "executor", "graph", "isa", "neff", "runtime", "timing", "trace", "Neff", "NeffCache", "Event", "Runtime", "get_runtime",
     "TimingResult", "estimate", "Architecture", "get_architecture", "ProgramBuilder", "HbmTensor", "Tile",
     "AccessPatternError", "ConfigurationError", "ExecutionError", "IndexOutOfBoundsError", "NeffFormatError", "NeuronSimError",
-    "OutOfMemoryError", "UninitializedReadError", "ValidationError", "ExactExecutor", "AccessPattern", "Hbm",
+    "OutOfMemoryError", "UninitializedReadError", "ValidationError", "ExactExecutor", "FastExecutor", "AccessPattern", "Hbm",
     "Program", "TensorDecl", "__version__",
 ]

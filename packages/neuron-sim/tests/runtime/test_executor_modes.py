@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from neuron_sim import ExactExecutor
+from neuron_sim.executor import FastExecutor, resolve
 from neuron_sim.runtime import known_modes, register_executor, unregister_executor
 
 
@@ -32,7 +33,7 @@ def launch_and_record(rt, program, bufs):
     return records[0]
 
 
-def test_fast_without_a_fast_executor_runs_exact(h):
+def test_a_program_without_a_graph_form_runs_exact_under_fast(h):
     rt = h.make_runtime(NEURON_SIM_MODE="fast")
     bufs = h.copy_buffers()
     rec = launch_and_record(rt, h.copy_program(), bufs)
@@ -83,5 +84,15 @@ def test_registry_rejects_bad_input():
         register_executor("Fast", CountingExecutor)
     with pytest.raises(TypeError):
         register_executor("x", 3)
-    with pytest.raises(ValueError, match="exact"):
-        unregister_executor("exact")
+    with pytest.raises(KeyError, match="no executor mode 'nope'"):
+        unregister_executor("nope")
+
+
+def test_unregistering_a_built_in_mode_brings_its_executor_back(h):
+    register_executor("fast", CountingExecutor)
+    unregister_executor("fast")
+    rt = h.make_runtime(NEURON_SIM_MODE="fast")
+    program = h.copy_program()
+    program.graph = {"inputs": [], "nodes": [], "outputs": []}
+    assert isinstance(resolve("fast", program).make(rt.config.arch), FastExecutor)
+    assert resolve("fast", h.copy_program()).mode == "exact"  # no graph form: exact runs it

@@ -7,7 +7,8 @@ import importlib
 
 import numpy as np
 import pytest
-from neuron_sim.graph import FastExecutor, Graph, graph_of
+from neuron_sim.executor.fast import FastExecutor
+from neuron_sim.graph import Graph, graph_of
 from neuron_sim.runtime import register_executor
 
 
@@ -48,7 +49,7 @@ def test_graph_cache_is_per_program_and_released(h):
     bufs = h.copy_buffers()
     FastExecutor().run(a, {k: v.reshape(-1).view(np.uint8) for k, v in bufs.items()})
     np.testing.assert_array_equal(bufs["y"], np.exp(bufs["x"]))
-    module = importlib.import_module("neuron_sim.graph.evaluate")
+    module = importlib.import_module("neuron_sim.graph.program_form")
 
     key = id(a)
     assert key in module._GRAPHS
@@ -72,3 +73,27 @@ def test_internal_tensors_hold_hbm_for_a_fast_launch_too(h):
         np.testing.assert_array_equal(bufs["y"], expected)
         assert device.memory_stats()["peak_allocated_bytes"] - before >= 128 * 64 * 4, mode
         assert device.memory_stats()["allocated_bytes"] == 0
+
+
+@pytest.mark.parametrize("device_mode", ["fast", "exact"])
+def test_the_executor_can_be_chosen_per_launch(h, device_mode):
+    rt = h.make_runtime(NEURON_SIM_MODE=device_mode)
+    records = []
+    rt.trace.subscribe(records.append)
+    program = exp_program(h)
+    q = rt.device(0).default_queue
+    runs = {mode: h.copy_buffers(seed=3) for mode in ("fast", "exact")}
+    for mode, bufs in runs.items():
+        q.launch(program, bufs, executor=mode)
+    q.launch(program, default := h.copy_buffers(seed=3))
+    q.synchronize()
+    assert [r.executor for r in records] == ["fast", "exact", device_mode]
+    np.testing.assert_array_equal(runs["fast"]["y"], np.exp(runs["fast"]["x"]))  # the graph form: exp
+    np.testing.assert_array_equal(runs["exact"]["y"], runs["exact"]["x"])  # the ISA: a copy
+    np.testing.assert_array_equal(default["y"], runs[device_mode]["y"])
+    assert [r.duration_ns for r in records] == pytest.approx([records[0].timing.total_ns] * 3)  # from the ISA either way
+
+
+def test_an_unknown_executor_is_refused_at_the_launch(h, runtime):
+    with pytest.raises(ValueError, match="unknown executor mode 'fastest'; choose one of"):
+        runtime.device(0).launch(exp_program(h), h.copy_buffers(), executor="fastest")

@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from neuron_sim import spare_core
+from neuron_sim.executor.waiting import waiting_threads
 
 
 def _waiters_seen_by_a_task(queue, wait):
@@ -14,9 +14,9 @@ def _waiters_seen_by_a_task(queue, wait):
 
     def task():  # runs while the caller is inside wait(), in its thread or the worker's
         deadline = time.monotonic() + 5
-        while not spare_core._waiting and time.monotonic() < deadline:
+        while not waiting_threads() and time.monotonic() < deadline:
             time.sleep(0.001)
-        seen.append(spare_core._waiting)
+        seen.append(waiting_threads())
 
     queue.submit(task, device_time_ns=1.0)
     wait(queue)
@@ -27,7 +27,7 @@ def _waiters_seen_by_a_task(queue, wait):
                          ids=["queue.synchronize", "event.synchronize"])
 def test_a_synchronizing_thread_counts_as_waiting(runtime, wait):
     assert _waiters_seen_by_a_task(runtime.device(0).default_queue, wait) == [1]
-    assert spare_core._waiting == 0
+    assert waiting_threads() == 0
 
 
 def test_a_synchronizing_caller_runs_the_rest_of_the_queue_itself(runtime):

@@ -1,6 +1,6 @@
 """FX graphs from torch.compile (dynamo, AOTAutograd forward and backward) -> graph, with the
 reference note's fixes (None outputs, decompositions, SDPA math path). The graphs run as a real
-torch.compile backend (evaluated with neuron_sim.graph.evaluate) and must match eager: outputs and
+torch.compile backend (evaluated with neuron_sim.executor.fast.evaluate) and must match eager: outputs and
 every gradient."""
 
 import contextlib

@@ -22,6 +22,7 @@ from ..memory.access_pattern import HBM, PSUM, SBUF, AccessPattern
 from ..memory.onchip import OnChipMemory
 from ..program import Program
 from . import semantics
+from .protocol import RunReport
 
 UNINITIALIZED_POLICIES = (None, "warn", "error")
 MAX_LOOP_ITERATIONS = 10_000_000  # a while loop whose condition never clears is a bug, not a hang
@@ -126,7 +127,7 @@ class ExactExecutor:
         """Attach HBM tensors (flat uint8 arrays, zero-copy) by name."""
         self.hbm = dict(buffers)
 
-    def run(self, program: Program, buffers: dict[str, np.ndarray] | None = None, reset: bool = True) -> None:
+    def run(self, program: Program, buffers: dict[str, np.ndarray] | None = None, reset: bool = True) -> RunReport:
         if buffers is not None:
             self.bind(buffers)
         missing = [t.name for t in program.tensors if t.name not in self.hbm]
@@ -149,6 +150,7 @@ class ExactExecutor:
                     self._step(inst)
             else:
                 self.trip_counts = self._run_with_loops(program.instructions)
+        return RunReport(self.trip_counts)
 
     def _step(self, inst) -> None:
         self._current = inst

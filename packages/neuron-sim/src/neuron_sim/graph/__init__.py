@@ -1,11 +1,10 @@
-"""Graph-level programs: the whole-tensor form a NEFF carries beside its ISA program, and the fast
-executor that evaluates it (``NEURON_SIM_MODE=fast``)."""
+"""Graph-level programs: the whole-tensor form a NEFF carries beside its ISA program, its ops'
+shape rules and semantics (``ops.py``), and their node-by-node evaluation (``reference.py``).
+The fast executor that runs this form lives in ``neuron_sim.executor.fast``."""
 
-from ..runtime.executors import register_executor
-from .evaluate import FastExecutor, evaluate, evaluate_reference, graph_of
 from .ir import Graph, Node, TensorType, Value
 from .ops import OPS, infer
+from .program_form import graph_of
+from .reference import evaluate_reference
 
-register_executor("fast", FastExecutor, requires_graph=True)
-
-__all__ = ["Graph", "Node", "TensorType", "Value", "OPS", "infer", "evaluate", "evaluate_reference", "graph_of", "FastExecutor"]
+__all__ = ["Graph", "Node", "TensorType", "Value", "OPS", "infer", "evaluate_reference", "graph_of"]

@@ -17,8 +17,8 @@ import numpy as np
 from .. import dtypes
 from ..errors import IndexOutOfBoundsError, ValidationError
 from ..isa import ops as alu
-from .blas import matmul_into
 from .ir import TensorType
+from .matmul import matmul
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,10 @@ _EXACTLY_ROUNDED = frozenset({"abs", "negate", "sqrt", "rsqrt", "reciprocal", "f
                               "square", "copy", "relu"})
 
 
-def _unary_eval(name):
-    fn = UNARY[name]
+def unary_evaluator(name, fn=None):
+    """The evaluate function of unary op ``name``, computing with ``fn`` (default ``UNARY[name]``;
+    an executor may pass a host-speed form of the same function, elementwise with the same bits)."""
+    fn = UNARY[name] if fn is None else fn
     once = name in _EXACTLY_ROUNDED
 
     def evaluate(arrays, attrs, out_types):
@@ -105,7 +107,7 @@ def _unary_eval(name):
 
 
 for _name in UNARY:
-    _op(_name, 1)((_same, _unary_eval(_name)))
+    _op(_name, 1)((_same, unary_evaluator(_name)))
 
 
 def _check_same_shapes(op, types):
@@ -441,8 +443,7 @@ def dot_operands(arrays, attrs) -> tuple[np.ndarray, np.ndarray]:
 
 def _dot_eval(arrays, attrs, out_types):
     L, R = dot_operands(arrays, attrs)
-    out = np.empty((L.shape[0], L.shape[1], R.shape[2]), dtype=np.float32)
-    matmul_into(L, R, out)
+    out = matmul(L, R)
     return [dtypes.convert(out.reshape(out_types[0].shape), out_types[0].dtype)]
 
 

@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 
-from .. import spare_core
 from ..errors import ValidationError
 from .erf import erf as _erf
 
@@ -111,45 +110,6 @@ def _erf_dx(x):
     return np.float32(2.0 / math.sqrt(math.pi)) * np.exp(-x * x)
 
 
-# How a composite activation (dozens of numpy passes) runs over a large array:
-# * while a core is free (spare_core), as two halves at once, one call over each: 1.6x (erf) to
-#   2x (sigmoid) sooner. Passes over small chunks of each half were slower than no split at all:
-#   the two threads mostly waited for each other's GIL between their short calls;
-# * inside a half of a split elementwise run (graph/split.py), in one call over that half;
-# * otherwise in passes of _CHUNK elements, so its whole-array temporaries stay in cache and reuse
-#   freed memory instead of faulting in fresh pages for each (GELU: 2x sooner), except for those
-#   that compute in place (``chunked=False``: erf), which one call computes sooner.
-# Every op is elementwise, so the results are the same bits either way.
-_CHUNK = 32768
-
-
-def _in_chunks(fn, chunked=True):
-    def evaluate(x):
-        if not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.size <= 2 * _CHUNK or spare_core.splitting():
-            return fn(x)
-        flat = x.reshape(-1)
-        if spare_core.available():
-            out = np.empty(flat.shape, dtype=np.float32)
-            middle = flat.size // 2
-
-            def half(part):
-                out[part] = fn(flat[part])
-
-            spare_core.run_halves(lambda: half(slice(None, middle)), lambda: half(slice(middle, None)))
-            return out.reshape(x.shape)
-        if not chunked:
-            return fn(x)
-        out = np.empty(flat.shape, dtype=np.float32)
-        for start in range(0, flat.size, _CHUNK):
-            out[start:start + _CHUNK] = fn(flat[start:start + _CHUNK])
-        return out.reshape(x.shape)
-
-    evaluate.__name__ = fn.__name__
-    evaluate.__doc__ = fn.__doc__
-    evaluate.__wrapped__ = fn
-    return evaluate
-
-
 # Activation functions (ScalarE): name -> fp32 numpy function of one argument.
 ACTIVATIONS = {
     "copy": lambda x: x,
@@ -160,19 +120,19 @@ ACTIVATIONS = {
     "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "reciprocal": lambda x: 1.0 / x,
     "tanh": np.tanh,
-    "sigmoid": _in_chunks(_sigmoid),
+    "sigmoid": _sigmoid,
     "relu": lambda x: np.maximum(x, np.float32(0.0)),
-    "gelu": _in_chunks(_gelu),
-    "gelu_apprx_tanh": _in_chunks(_gelu_tanh),
-    "gelu_apprx_sigmoid": _in_chunks(_gelu_sigmoid),
-    "gelu_dx": _in_chunks(_gelu_dx),
-    "gelu_apprx_sigmoid_dx": _in_chunks(_gelu_sigmoid_dx),
-    "silu_dx": _in_chunks(_silu_dx),
-    "erf_dx": _in_chunks(_erf_dx),
-    "silu": _in_chunks(lambda x: x * _sigmoid(x)),
-    "softplus": _in_chunks(_softplus),
-    "mish": _in_chunks(_mish),
-    "erf": _in_chunks(_erf, chunked=False),
+    "gelu": _gelu,
+    "gelu_apprx_tanh": _gelu_tanh,
+    "gelu_apprx_sigmoid": _gelu_sigmoid,
+    "gelu_dx": _gelu_dx,
+    "gelu_apprx_sigmoid_dx": _gelu_sigmoid_dx,
+    "silu_dx": _silu_dx,
+    "erf_dx": _erf_dx,
+    "silu": lambda x: x * _sigmoid(x),
+    "softplus": _softplus,
+    "mish": _mish,
+    "erf": _erf,
     "sin": np.sin,
     "cos": np.cos,
     "arctan": np.arctan,

@@ -14,7 +14,7 @@ measure simulated device time, and errors kept until the next synchronization po
 Environment variables: see ``config``.
 """
 
-from .. import graph as _graph  # noqa: E402,F401 - registers the fast executor (the default mode)
+from ..executor.registry import known_modes, register_executor, unregister_executor
 from .config import (
     LAUNCH_BLOCKING_ENV,
     LNC_ENV,
@@ -27,7 +27,6 @@ from .config import (
 from .device import Device
 from .errors import ForkedProcessError, RuntimeUsageError
 from .event import Event
-from .executors import known_modes, register_executor, unregister_executor
 from .queue import Queue
 from .runtime import Runtime, current_runtime, get_runtime, is_initialized, reset_runtime
 from .task import Submission

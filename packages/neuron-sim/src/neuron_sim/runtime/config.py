@@ -10,7 +10,7 @@
 * ``NEURON_RT_NUM_CORES``: use the first N of the visible cores (0 means all, as in the real runtime).
 * ``NEURON_LAUNCH_BLOCKING`` (0/1): run every launch synchronously in the caller's thread, so
   errors surface at the launch that caused them.
-* ``NEURON_SIM_MODE`` (fast|exact, default fast): which executor runs programs (see ``executors``).
+* ``NEURON_SIM_MODE`` (fast|exact, default fast): which executor runs programs (see ``neuron_sim.executor``).
   ``fast`` evaluates a NEFF's graph-level form over whole tensors; a program without one (an NKI
   kernel) always runs ``exact``. Timing comes from the ISA program in both modes.
 * ``NEURON_SIM_NUM_CHIPS`` (simulator only, default 1): chips in the simulated instance, to
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ..arch import PLATFORM_ENV, Architecture, get_architecture
 from ..errors import ConfigurationError
-from .executors import known_modes
+from ..executor.registry import known_modes
 
 LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 VISIBLE_CORES_ENV = "NEURON_RT_VISIBLE_CORES"

@@ -12,12 +12,13 @@ import itertools
 import threading
 
 from ..arch import Architecture
+from ..executor import registry
 from ..memory import Hbm, HbmAllocation
 from ..trace.sink import TraceSink, global_sink
-from .executors import evaluates_graph_form, resolve_mode
 from .failure import raise_failures
 from .fork import ProcessGuard
 from .queue import Queue
+from .timing_cache import has_runtime_trip_counts
 
 
 class Device:
@@ -79,8 +80,9 @@ class Device:
         with self._queues_lock:
             return tuple(self._queues)
 
-    def launch(self, neff_or_program, buffers, name=None, context=None):
-        return self.default_queue.launch(neff_or_program, buffers, name=name, context=context)
+    def launch(self, neff_or_program, buffers, name=None, context=None, **options):
+        """``default_queue.launch`` (same options)."""
+        return self.default_queue.launch(neff_or_program, buffers, name=name, context=context, **options)
 
     def submit(self, fn, **kwargs):
         return self.default_queue.submit(fn, **kwargs)
@@ -114,19 +116,16 @@ class Device:
         return {**self.hbm.stats.as_dict(), "capacity_bytes": self.hbm.capacity, "free_bytes": self.hbm.free_bytes}
 
     # --- execution (called on a queue's worker, or inline in blocking mode) ----------------
-    def runs_fast(self, program) -> bool:
-        """Whether launches of ``program`` run on the fast (graph) executor."""
-        return resolve_mode(self.mode, program)[0] == "fast"
-
     def _run_launch(self, task) -> None:
         program = task.program
         buffers = dict(task.buffers)
         scratch = []
         try:
-            mode, factory = resolve_mode(self.mode, program)
+            spec = registry.resolve(task.mode or self.mode, program, needs_trip_counts=has_runtime_trip_counts(program))
+            mode = spec.mode
             # A graph-form executor never reads internal tensors: they only hold the launch's HBM
             # (as on the device), without the poison fill (a backward graph's took 30 ms a step).
-            poison = not evaluates_graph_form(mode)
+            poison = not spec.needs_graph
             for decl in program.tensors:
                 if decl.kind == "internal" and decl.name not in buffers:
                     block = self.hbm.allocate(decl.nbytes, tag=f"{program.name}/{decl.name} (internal)", poison=poison)
@@ -135,9 +134,10 @@ class Device:
             with self._core_lock:
                 executor = self._executors.get(mode)
                 if executor is None:
-                    executor = self._executors[mode] = factory(self.arch)
+                    executor = self._executors[mode] = spec.make(self.arch)
                 task.executor = mode
-                executor.run(program, buffers)
+                report = executor.run(program, buffers)
+            return report
         finally:
             for block in scratch:
                 self.hbm.free(block)

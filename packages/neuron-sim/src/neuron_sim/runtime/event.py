@@ -9,7 +9,7 @@ completed), first waits for both events, which also raises any error kept before
 
 from __future__ import annotations
 
-from ..spare_core import waiting_for_device
+from ..executor.waiting import waiting_for_device
 from .errors import RuntimeUsageError
 from .failure import raise_failures
 from .task import Marker

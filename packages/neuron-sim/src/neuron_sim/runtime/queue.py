@@ -27,7 +27,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 
 from ..errors import ValidationError
-from ..spare_core import waiting_for_device
+from ..executor import registry
+from ..executor.waiting import waiting_for_device
 from ..timing import estimate
 from ..trace.records import LaunchRecord
 from .bindings import as_program, bind_buffers
@@ -66,11 +67,15 @@ class Queue:
         return f"<Queue {self.name!r} of {self.device.name}>"
 
     # --- submitting work -------------------------------------------------------------------
-    def launch(self, neff_or_program, buffers: Mapping, name: str | None = None, context: str | None = None) -> Submission:
+    def launch(self, neff_or_program, buffers: Mapping, name: str | None = None, context: str | None = None,
+               *, executor: str | None = None) -> Submission:
         """Run a program (or a Neff's program) on this queue's NeuronCore with ``buffers`` bound
         to its input/output/inout tensors (numpy arrays or HbmAllocations, by tensor name).
-        Internal tensors are allocated from the device's HBM for the duration of the launch."""
+        Internal tensors are allocated from the device's HBM for the duration of the launch.
+        ``executor`` ("exact", "fast", or another registered mode) overrides the device's mode
+        (``NEURON_SIM_MODE``) for this launch."""
         self.device.guard.check()
+        mode = self.device.mode if executor is None else registry.spec(executor).mode
         program = as_program(neff_or_program)
         arch = self.device.arch
         if program.target != arch.name:
@@ -80,7 +85,7 @@ class Queue:
         buffers = with_constants(program, buffers)  # constants stored in the program bind themselves
         bound = bind_buffers(program, buffers, self.device.hbm, self.device.name)
         if has_runtime_trip_counts(program):
-            return self._launch_with_runtime_loops(program, bound, name, context, neff_or_program)
+            return self._launch_with_runtime_loops(program, bound, name, context, neff_or_program, mode)
         timing = program_timing(program, arch)
         task = Task(WORK, "neff", name or program.name, context)
         task.execute = self.device._run_launch
@@ -88,10 +93,11 @@ class Queue:
         task.buffers = bound
         task.timing = timing
         task.metadata = getattr(neff_or_program, "metadata", None) or program.metadata or {}
-        small = sum(b.nbytes for b in bound.values()) <= INLINE_MAX_BYTES and self.device.runs_fast(program)
+        task.mode = mode
+        small = sum(b.nbytes for b in bound.values()) <= INLINE_MAX_BYTES and registry.resolve(mode, program).mode == "fast"
         return self._submit(task, timing.total_ns, occupies_core=True, inline_ok=small)
 
-    def _launch_with_runtime_loops(self, program, bound, name, context, source) -> Submission:
+    def _launch_with_runtime_loops(self, program, bound, name, context, source, mode) -> Submission:
         """A program whose loop bounds are read at run time has data-dependent device time, and
         the timeline places every launch when it is submitted: such a launch runs right away
         (after the work already queued), then takes its place on the timeline with the timing of
@@ -100,9 +106,9 @@ class Queue:
         task = Task(WORK, "neff", name or program.name, context)
         task.program = program
         task.buffers = bound
-        self.device._run_launch(task)
-        counts = getattr(self.device._executors.get(task.executor), "trip_counts", None) or {}
-        timing = estimate(program, self.device.arch, counts)
+        task.mode = mode
+        report = self.device._run_launch(task)
+        timing = estimate(program, self.device.arch, report.trip_counts if report is not None else {})
         done = Task(WORK, "neff", task.name, context)
         done.execute = lambda _task: None
         done.program = program

@@ -31,7 +31,7 @@ class Marker:
 class Task:
     __slots__ = (
         "role", "seq", "launch_id", "kind", "name", "context", "start_ns", "end_ns", "execute",
-        "marker", "program", "buffers", "timing", "metadata", "executor",
+        "marker", "program", "buffers", "timing", "metadata", "mode", "executor",
     )
 
     def __init__(self, role: str, kind: str = "", name: str = "", context: str | None = None):
@@ -48,7 +48,8 @@ class Task:
         self.buffers: dict | None = None
         self.timing = None
         self.metadata: dict = {}
-        self.executor = ""
+        self.mode = ""  # the executor mode asked for
+        self.executor = ""  # the mode that ran it
 
 
 @dataclass(frozen=True)

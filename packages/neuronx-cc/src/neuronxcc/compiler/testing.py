@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from neuron_sim import ExactExecutor, dtypes, get_architecture
-from neuron_sim.graph import evaluate
+from neuron_sim.executor.fast import evaluate
 
 from .constants import constant_arrays
 from .driver import compile_graph

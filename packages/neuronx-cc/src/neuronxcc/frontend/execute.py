@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 from neuron_sim import dtypes
-from neuron_sim.graph import Graph, evaluate
+from neuron_sim.executor.fast import evaluate
+from neuron_sim.graph import Graph
 
 
 def run_graph(graph: Graph, *inputs) -> list[np.ndarray]:

@@ -2,27 +2,23 @@
 
 The executor normally runs beside the thread that issues ops, one core each, so it computes on
 one thread. When that thread blocks until the device catches up (``synchronize()``, ``.item()``,
-an event), its core is free: then the executor computes large matmuls, composite activations
-(erf, GELU) and long runs of elementwise ops over large tensors (``graph/split.py``) as two halves
-at once. The halves are the same whether they run at once or one after the other, so results
-never depend on timing; only the split itself (chosen from shapes alone) decides the arithmetic.
-Small work is not split: each half's numpy calls wait for the GIL while the other half holds it,
-which cost more than the second core saved.
+an event: ``executor.waiting``), its core is free: then the executor computes large matmuls,
+composite activations (erf, GELU) and long runs of elementwise ops over large tensors
+(``split.py``) as two halves at once. The halves are the same whether they run at once or one
+after the other, so results never depend on timing; only the split itself (chosen from shapes
+alone) decides the arithmetic. Small work is not split: each half's numpy calls wait for the GIL
+while the other half holds it, which cost more than the second core saved.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-_waiting = 0  # threads blocked until a queue reaches a point
-_splitting = 0  # run_halves calls under way: their halves do not split again
-_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
+from ..waiting import waiting_threads
 
 
 def _cores() -> int:
@@ -32,25 +28,18 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-_CAN_OVERLAP = _cores() >= 2
+# Whether halves may run at once at all: this process may use two cores. A module setting, so a
+# test can pretend either way.
+CAN_OVERLAP = _cores() >= 2
 
-
-@contextlib.contextmanager
-def waiting_for_device():
-    """Context for a thread that blocks until the device catches up: its core is free meanwhile."""
-    global _waiting
-    with _lock:
-        _waiting += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _waiting -= 1
+_splitting = 0  # run_halves calls under way: their halves do not split again
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
 
 
 def available() -> bool:
     """Whether a core is free for a second half of executor work right now."""
-    return _CAN_OVERLAP and _waiting > 0 and not _splitting
+    return CAN_OVERLAP and waiting_threads() > 0 and not _splitting
 
 
 def splitting() -> bool:
@@ -96,8 +85,8 @@ def _executor() -> ThreadPoolExecutor:
 
 def _after_fork_in_child() -> None:
     # The parent's pool thread does not exist in a child; its executor would wait for it forever.
-    global _pool, _waiting, _splitting, _lock
-    _pool, _waiting, _splitting, _lock = None, 0, 0, threading.Lock()
+    global _pool, _splitting, _lock
+    _pool, _splitting, _lock = None, 0, threading.Lock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

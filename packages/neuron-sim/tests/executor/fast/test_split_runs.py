@@ -9,11 +9,12 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from neuron_sim import spare_core
 from neuron_sim.errors import ExecutionError
-from neuron_sim.graph import Graph, evaluate, evaluate_reference
-from neuron_sim.graph import ops as graph_ops
-from neuron_sim.graph.plan import BufferPool, plan_of
+from neuron_sim.executor.fast import evaluate, spare_core
+from neuron_sim.executor.fast import ops as fast_ops
+from neuron_sim.executor.fast.plan import BufferPool, plan_of
+from neuron_sim.executor.waiting import waiting_for_device
+from neuron_sim.graph import Graph, evaluate_reference
 
 SHAPE = (8, 64, 1024)  # 512K elements
 SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 3e38, -3e38, 0.875, -0.875, 4.0], np.float32)
@@ -21,9 +22,9 @@ SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 3e38, -3e
 
 @pytest.fixture(params=["halves at once", "one by one"])
 def core_free(request, monkeypatch):
-    monkeypatch.setattr(spare_core, "_CAN_OVERLAP", True)
+    monkeypatch.setattr(spare_core, "CAN_OVERLAP", True)
     if request.param == "halves at once":
-        with spare_core.waiting_for_device():
+        with waiting_for_device():
             yield True
     else:
         yield False
@@ -131,8 +132,8 @@ def test_a_failing_op_inside_a_split_run_is_named(core_free, monkeypatch):
     def broken(arrays, attrs, out_types):
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setitem(graph_ops.OPS, "erf", graph_ops.OpSpec(graph_ops.OPS["erf"].infer, broken, 1))
-    g2 = Graph.from_dict(g.to_dict())  # a fresh plan takes the broken definition
+    monkeypatch.setitem(fast_ops.FAST, "erf", broken)
+    g2 = Graph.from_dict(g.to_dict())  # a fresh plan takes the broken form
     bufs = {"x": _bytes(_values(SHAPE, 5)), "y": _bytes(np.zeros(SHAPE, np.float32))}
     with pytest.raises(ExecutionError, match="graph op erf at .* failed: ZeroDivisionError: boom"):
         evaluate(g2, bufs, BufferPool())

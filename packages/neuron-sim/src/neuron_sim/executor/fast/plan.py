@@ -3,13 +3,13 @@
 Interpreting a graph node by node allocated a fresh whole-tensor array for every intermediate
 and kept them all alive until the end, so every launch paid the page faults of fresh memory for
 each node (most of a large elementwise graph's time) and then copied each result into its output
-buffer. A plan keeps the numerics of ``ops.py`` exactly and changes only where results are stored:
+buffer. A plan keeps the numerics of ``graph/ops.py`` exactly and changes only where results are stored:
 
 * constants, and small or broadcast results of ops of constants alone, are evaluated once, when
   the plan is made;
 * each value is dropped after its last reader, and temporaries of the ops below live in
   reusable buffers (``BufferPool``, kept by the executor across launches), written with ``out=``;
-* float32 elementwise ops and fp32 matmuls evaluate through the same numpy calls as ``ops.py``
+* float32 elementwise ops and fp32 matmuls evaluate through the same numpy calls as ``graph/ops.py``
   (the same ufunc loops on the same operands: bit-identical), only with ``out=``;
 * a result a graph output takes as-is, or reshaped, is written straight into its output buffer
   when that buffer overlaps no other bound buffer, except inputs nothing reads afterwards (so no
@@ -20,7 +20,7 @@ buffer. A plan keeps the numerics of ``ops.py`` exactly and changes only where r
 * large runs of elementwise ops are evaluated as two halves at once while a core is free
   (``split.py``).
 
-Every other op runs its ``ops.py`` definition unchanged.
+Every other op runs its definition, or its host-speed form of the same bits (``ops.py`` here).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import sys
 
 import numpy as np
 
-from .. import dtypes
-from . import ops as graph_ops
-from .blas import matmul_into
-from .ir import Graph
+from ... import dtypes
+from ...graph import Graph
+from ...graph import ops as graph_ops
+from .ops import dot_into, evaluator
 from .split import group_runs, raise_op_failure
 
 _F32 = np.dtype(np.float32)
@@ -232,7 +232,7 @@ class Plan:
             return ("unary", _UNARY_UFUNCS[op], in_ids, out_id, out_type.shape, out_type.num_elements, dead, direct, node)
         if op == "dot_general" and out_type is not None and out_type.dtype == "float32":
             return ("dot", None, in_ids, out_id, out_type.shape, out_type.num_elements, dead, direct, node)
-        return ("generic", graph_ops.OPS[op].evaluate, in_ids, tuple(v.id for v in node.outputs),
+        return ("generic", evaluator(op), in_ids, tuple(v.id for v in node.outputs),
                 [v.type for v in node.outputs], None, dead, None, node)
 
     def matches(self, graph: Graph) -> bool:
@@ -338,7 +338,7 @@ class Plan:
             out = targets.get(direct) if direct else None
             if out is None:
                 out = lent.array(shape, count)
-            _dot_into(arrays, node.attrs, out)
+            dot_into(arrays, node.attrs, out)
             env[out_id] = out
             return
         if kind == "generic":
@@ -347,7 +347,7 @@ class Plan:
                 env[vid] = r
             return
         # A fast step whose operands turned out not to be fp32: the op's own definition.
-        results = graph_ops.OPS[node.op].evaluate([env[i] for i in in_ids], node.attrs, [v.type for v in node.outputs])
+        results = evaluator(node.op)([env[i] for i in in_ids], node.attrs, [v.type for v in node.outputs])
         env[out_id] = results[0]
 
 
@@ -413,12 +413,6 @@ def _direct_keys_of(step) -> list:
     if step[0] == "split":
         return [direct for _dtype, direct in step[1].escaping.values() if direct is not None]
     return [step[7]] if step[7] is not None else []
-
-
-def _dot_into(arrays, attrs, out: np.ndarray) -> None:
-    """``ops._dot_eval`` for an fp32 result, computed into ``out`` (the same matmul call)."""
-    L, R = graph_ops.dot_operands(arrays, attrs)
-    matmul_into(L, R, out.reshape(L.shape[0], L.shape[1], R.shape[2]))
 
 
 def plan_of(graph: Graph) -> Plan:

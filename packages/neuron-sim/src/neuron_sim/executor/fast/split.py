@@ -20,9 +20,11 @@ import math
 
 import numpy as np
 
-from .. import dtypes, spare_core
-from ..errors import ExecutionError, NeuronSimError, ValidationError
-from . import ops as graph_ops
+from ... import dtypes
+from ...errors import ExecutionError, NeuronSimError, ValidationError
+from ...graph import ops as graph_ops
+from . import spare_core
+from .ops import evaluator
 
 # Which runs are split. Each half's thread waits for the GIL between its numpy calls while the other
 # holds it (tens of microseconds per hand-over), so a split pays off only when each call is long:
@@ -201,7 +203,7 @@ def _make_run(run, positions, readers, graph_outputs):
             slot = free.pop() if free else slot_count
             slot_count = max(slot_count, slot + 1)
             slot_of[out_id] = slot
-        fn = step[1] if is_ufunc else graph_ops.OPS[node.op].evaluate
+        fn = step[1] if is_ufunc else evaluator(node.op)
         members.append((node, fn, is_ufunc, tuple((v.id in inside, v.id) for v in node.inputs), out_id, slot))
         for v in {v.id for v in node.inputs}:
             if last_reader.get(v) == i and v in slot_of:

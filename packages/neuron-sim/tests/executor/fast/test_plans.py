@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from neuron_sim.graph import FastExecutor, Graph, evaluate, evaluate_reference
-from neuron_sim.graph.plan import BufferPool, plan_of
+from neuron_sim.executor.fast import FastExecutor, evaluate
+from neuron_sim.executor.fast.plan import BufferPool, plan_of
+from neuron_sim.graph import Graph, evaluate_reference
 
 SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-40, -1e-40, 3e38, -3e38, 0.5], np.float32)
 
@@ -286,7 +287,7 @@ def test_a_reshaped_output_is_computed_straight_into_its_buffer():
 
 
 def test_overlaps_of_many_buffers_match_pairwise_checks():
-    from neuron_sim.graph.plan import _overlapping
+    from neuron_sim.executor.fast.plan import _overlapping
 
     memory = np.zeros(4096, np.uint8)
     rng = np.random.default_rng(18)

@@ -7,7 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
-from neuron_sim import spare_core
+from neuron_sim.executor.fast import spare_core
+from neuron_sim.executor.waiting import waiting_for_device, waiting_threads
 
 
 def _threads_of_halves():
@@ -26,24 +27,24 @@ def test_in_turn_on_the_calling_thread_while_no_one_waits():
 
 
 def test_at_once_while_a_thread_waits(monkeypatch):
-    monkeypatch.setattr(spare_core, "_CAN_OVERLAP", True)
-    with spare_core.waiting_for_device():
+    monkeypatch.setattr(spare_core, "CAN_OVERLAP", True)
+    with waiting_for_device():
         names = _threads_of_halves()
     assert names[0] == threading.current_thread().name
     assert names[1].startswith("neuron-sim spare core")
-    assert spare_core._waiting == 0
+    assert waiting_threads() == 0
 
 
 def test_halves_do_not_split_again(monkeypatch):
     # A half that reaches run_halves itself (an erf inside a split elementwise run) runs both of
     # its halves in turn on its own thread: handing one to the busy spare core would wait forever.
-    monkeypatch.setattr(spare_core, "_CAN_OVERLAP", True)
+    monkeypatch.setattr(spare_core, "CAN_OVERLAP", True)
     inner = {}
 
     def half(i):
         inner[i] = _threads_of_halves()
 
-    with spare_core.waiting_for_device():
+    with waiting_for_device():
         spare_core.run_halves(lambda: half(0), lambda: half(1))
         assert spare_core.available()  # after the split
     assert inner[0] == [threading.current_thread().name] * 2
@@ -51,25 +52,25 @@ def test_halves_do_not_split_again(monkeypatch):
 
 
 def test_one_core_never_overlaps(monkeypatch):
-    monkeypatch.setattr(spare_core, "_CAN_OVERLAP", False)
-    with spare_core.waiting_for_device():
+    monkeypatch.setattr(spare_core, "CAN_OVERLAP", False)
+    with waiting_for_device():
         assert not spare_core.available()
 
 
 def test_errors_of_the_other_half_reach_the_caller(monkeypatch):
-    monkeypatch.setattr(spare_core, "_CAN_OVERLAP", True)
+    monkeypatch.setattr(spare_core, "CAN_OVERLAP", True)
 
     def fail():
         raise ValueError("second half failed")
 
-    with spare_core.waiting_for_device(), pytest.raises(ValueError, match="second half failed"):
+    with waiting_for_device(), pytest.raises(ValueError, match="second half failed"):
         spare_core.run_halves(lambda: None, fail)
 
 
 def test_the_callers_numpy_error_state_applies_to_the_other_half(monkeypatch):
-    monkeypatch.setattr(spare_core, "_CAN_OVERLAP", True)
+    monkeypatch.setattr(spare_core, "CAN_OVERLAP", True)
     overflow = np.float32([1e30])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with spare_core.waiting_for_device(), np.errstate(all="ignore"):
+        with waiting_for_device(), np.errstate(all="ignore"):
             spare_core.run_halves(lambda: overflow * overflow, lambda: overflow * overflow)
