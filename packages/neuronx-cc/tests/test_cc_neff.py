@@ -59,3 +59,25 @@ def test_launch_on_the_runtime(mode):
     expected = run_fast(graph(), inputs)
     np.testing.assert_array_equal(h, expected["h"])
     np.testing.assert_array_equal(m, expected["m"])
+
+
+def test_the_compilers_timing_is_the_launches(monkeypatch):
+    # Timing is computed once per NEFF: at compile time, then reused by every launch.
+    from neuron_sim.timing import per_program, program_timing
+    from neuron_sim.trace import TraceSink
+
+    calls = []
+    real = per_program.estimate
+    monkeypatch.setattr(per_program, "estimate", lambda p, a: calls.append(p) or real(p, a))
+    neff = compile_neff(graph(), "trn2")
+    rt = Runtime(RuntimeConfig.from_env({}), blocking=True, trace=TraceSink())
+    records = []
+    rt.trace.subscribe(records.append)
+    inputs = random_inputs(graph(), 0)
+    for _ in range(2):
+        rt.device(0).launch(neff, {"x": inputs["x"], "b": inputs["b"], "h": np.empty((128, 300), np.float32),
+                                   "m": np.empty((128,), np.float32)})
+    rt.synchronize()
+    assert calls == [neff.program]
+    assert records[0].timing is records[1].timing is program_timing(neff, rt.config.arch)
+    assert records[0].duration_ns == neff.timing_summary["total_time_ns"]

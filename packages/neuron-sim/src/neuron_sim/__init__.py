@@ -20,6 +20,7 @@ from .errors import (
     ValidationError,
 )
 from .executor import ExactExecutor, FastExecutor
+from .fingerprint import code_fingerprint
 from .memory import AccessPattern, Hbm
 from .neff import Neff, NeffCache
 from .program import Program, TensorDecl
@@ -33,5 +34,5 @@ __all__ = [
     "TimingResult", "estimate", "Architecture", "get_architecture", "ProgramBuilder", "HbmTensor", "Tile",
     "AccessPatternError", "ConfigurationError", "ExecutionError", "IndexOutOfBoundsError", "NeffFormatError", "NeuronSimError",
     "OutOfMemoryError", "UninitializedReadError", "ValidationError", "ExactExecutor", "FastExecutor", "AccessPattern", "Hbm",
-    "Program", "TensorDecl", "__version__",
+    "Program", "TensorDecl", "code_fingerprint", "__version__",
 ]

@@ -6,6 +6,8 @@ every instruction against an architecture and every HBM access against the tenso
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass, field
 
 from . import dtypes
@@ -136,3 +138,35 @@ class Program:
             graph=d.get("graph"),
             metadata=d.get("metadata") or {},
         )
+
+
+class PerProgram:
+    """Values computed once per program object (and an optional ``extra`` key, e.g. the target).
+    ``Program`` is an unhashable dataclass, so entries are keyed by ``id`` and dropped by a
+    weakref callback when the program dies (ids are reused after that)."""
+
+    def __init__(self):
+        # Reentrant: a program can die (and its callback run) while this thread holds the lock.
+        self._lock = threading.RLock()
+        self._entries: dict[tuple, tuple[weakref.ref, object]] = {}
+
+    def get(self, program, make, extra=None):
+        """The value for ``program``, made by ``make()`` on its first request (outside the lock:
+        other programs need not wait; a racing thread's value is dropped for the first one)."""
+        key = (id(program), extra)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is program:
+            return entry[1]
+        value = make()
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0]() is program:
+                return entry[1]
+            self._entries[key] = (weakref.ref(program, lambda ref, key=key: self._forget(key, ref)), value)
+        return value
+
+    def _forget(self, key, ref) -> None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is ref:
+                del self._entries[key]

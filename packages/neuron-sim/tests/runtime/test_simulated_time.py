@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from neuron_sim.runtime import Event, RuntimeUsageError, program_timing
+from neuron_sim.runtime import Event, RuntimeUsageError
 from neuron_sim.timing import estimate
 
 
@@ -99,37 +99,6 @@ def test_simulated_time_does_not_depend_on_host_timing(runtime, matmul, h):
     gate.set()
     slow.synchronize()
     assert a.start_ns == 0.0 and b.start_ns == pytest.approx(a.end_ns)
-
-
-def test_timing_is_computed_once_per_program(runtime, matmul, h, monkeypatch):
-    import neuron_sim.runtime.timing_cache as cache
-
-    calls = []
-    real = cache.estimate
-    monkeypatch.setattr(cache, "estimate", lambda p, a: calls.append(p) or real(p, a))
-    q = runtime.device(0).default_queue
-    for i in range(3):
-        q.launch(matmul, h.matmul_buffers(i))
-    q.synchronize()
-    assert len(calls) == 1
-    assert program_timing(matmul, runtime.config.arch) is program_timing(matmul, runtime.config.arch)
-
-
-def test_timing_cache_forgets_dead_programs(runtime, h):
-    import gc
-
-    import neuron_sim.runtime.timing_cache as cache
-
-    gc.collect()  # programs of earlier tests die now, not in the middle of this one
-    before = cache.cached_program_count()
-    program = h.copy_program()
-    key = (id(program), runtime.config.arch.name)
-    runtime.device(0).launch(program, h.copy_buffers())
-    runtime.synchronize()
-    assert key in cache._cache and cache.cached_program_count() == before + 1
-    del program
-    gc.collect()
-    assert key not in cache._cache and cache.cached_program_count() == before
 
 
 def test_elapsed_time_errors(runtime):

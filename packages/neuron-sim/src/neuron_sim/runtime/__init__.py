@@ -30,12 +30,11 @@ from .event import Event
 from .queue import Queue
 from .runtime import Runtime, current_runtime, get_runtime, is_initialized, reset_runtime
 from .task import Submission
-from .timing_cache import program_timing
 
 __all__ = [
     "RuntimeConfig", "Runtime", "Device", "Queue", "Event", "Submission",
     "get_runtime", "reset_runtime", "is_initialized", "current_runtime",
-    "register_executor", "unregister_executor", "known_modes", "program_timing",
+    "register_executor", "unregister_executor", "known_modes",
     "RuntimeUsageError", "ForkedProcessError",
     "LNC_ENV", "VISIBLE_CORES_ENV", "NUM_CORES_ENV", "LAUNCH_BLOCKING_ENV", "SIM_MODE_ENV", "NUM_CHIPS_ENV",
 ]

@@ -29,14 +29,14 @@ from collections.abc import Callable, Mapping
 from ..errors import ValidationError
 from ..executor import registry
 from ..executor.waiting import waiting_for_device
-from ..timing import estimate
+from ..timing import estimate, program_timing
 from ..trace.records import LaunchRecord
 from .bindings import as_program, bind_buffers
 from .constants import with_constants
 from .errors import RuntimeUsageError
 from .failure import Failure, raise_failures
 from .task import MARKER, WAIT, WORK, Marker, Submission, Task
-from .timing_cache import has_runtime_trip_counts, program_timing
+from .timing_cache import has_runtime_trip_counts
 
 IDLE_EXIT_SECONDS = 5.0
 WAKE_DELAY_SECONDS = 0.0005
@@ -86,7 +86,7 @@ class Queue:
         bound = bind_buffers(program, buffers, self.device.hbm, self.device.name)
         if has_runtime_trip_counts(program):
             return self._launch_with_runtime_loops(program, bound, name, context, neff_or_program, mode)
-        timing = program_timing(program, arch)
+        timing = program_timing(neff_or_program, arch)  # a NEFF's recorded summary, if still valid
         task = Task(WORK, "neff", name or program.name, context)
         task.execute = self.device._run_launch
         task.program = program

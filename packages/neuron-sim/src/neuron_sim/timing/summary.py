@@ -7,12 +7,17 @@ HFU counts the FLOPs the array actually spent (transposes included); MBU = HBM b
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from operator import itemgetter
 
 import numpy as np
 
 from ..arch import Architecture
+from ..fingerprint import code_fingerprint
 from .records import COMPUTE, DMA, SYNC, TENSOR, TimingResult
+
+MODEL_KEY = "timing_model"  # which model made a summary: a NEFF's summary is reused only if this one did
 
 # Engines whose busy time is reported (TensorE counts MultiplyMoving, the "TensorMatrix" track).
 ENGINE_TRACKS = ("tensor", "vector", "scalar", "gpsimd", "sync")
@@ -32,6 +37,13 @@ def merged_busy_ns(starts, ends) -> float:
     opens[1:] = s[1:] > reach[:-1]  # a gap before this interval starts a new busy segment
     closes = np.append(opens[1:], True)
     return float((reach[closes] - s[opens]).sum())
+
+
+@functools.lru_cache(maxsize=32)
+def timing_model_id(arch: Architecture) -> str:
+    """Identifies the timing model (the neuron-sim code fingerprint) and the architecture's
+    numbers a summary was computed with."""
+    return hashlib.sha256(f"{code_fingerprint()}\n{arch!r}".encode()).hexdigest()[:32]
 
 
 def summarize(result: TimingResult, arch: Architecture) -> dict:
@@ -74,6 +86,7 @@ def summarize(result: TimingResult, arch: Architecture) -> dict:
 
     summary: dict = {
         "target": arch.name,
+        MODEL_KEY: timing_model_id(arch),
         "total_time_ns": total,
         "total_time": total * 1e-9,
         "neuroncore_cycle_count": int(total * arch.base_clock_hz * 1e-9),

@@ -8,7 +8,7 @@ import json
 from neuron_sim import Architecture, Program, ProgramBuilder, ValidationError, get_architecture
 from neuron_sim.graph import Graph
 from neuron_sim.neff import Neff
-from neuron_sim.timing import estimate
+from neuron_sim.timing import program_timing
 
 from .checks import check_graph
 from .context import LoweringContext
@@ -139,10 +139,11 @@ def graph_hash(graph: Graph) -> str:
 
 
 def compile_neff(graph: Graph, arch: Architecture | str | None = None, *, name: str | None = None) -> Neff:
-    """Compile ``graph`` and package it with its timing summary (computed once, reused per launch)."""
+    """Compile ``graph`` and package it with its timing summary. The timing is computed once: this
+    process's launches of the program reuse this result, other processes the stored summary."""
     arch = _arch(arch)
     program = compile_graph(graph, arch, name=name)
-    timing = estimate(program, arch)
+    timing = program_timing(program, arch)
     metadata = {"compiler": COMPILER, "version": VERSION, "target": arch.name, "graph_hash": graph_hash(graph),
                 "instructions": len(program.instructions), "groups": len(program.metadata.get("groups", []))}
     return Neff(program, timing_summary=timing.summary, metadata=metadata)

@@ -24,7 +24,7 @@ from collections import OrderedDict
 import torch
 from neuron_sim.graph import Graph, graph_of
 from neuron_sim.neff import NeffCache, cache_key
-from neuron_sim.runtime.timing_cache import program_timing
+from neuron_sim.timing import program_timing
 
 from .. import _env, _state
 from .cache import CACHE, code_fingerprint
@@ -242,8 +242,8 @@ def _worth_fusing(neff, run: _Run):
     launched one by one (a fused program can serialize around one op's access pattern): adaptive
     eager never makes a run slower on the device."""
     arch = _state.bridge().runtime.config.arch
-    fused_ns = program_timing(neff.program, arch).total_ns
-    parts_ns = sum(program_timing(entry.neff.program, arch).total_ns for entry, _, _ in run.items)
+    fused_ns = program_timing(neff, arch).total_ns
+    parts_ns = sum(program_timing(entry.neff, arch).total_ns for entry, _, _ in run.items)
     if fused_ns <= parts_ns:
         return neff
     stats["split_runs"] += 1
