@@ -98,3 +98,37 @@ def test_nki_kernel_error_is_clear():
     with pytest.raises(Exception, match="float64|dtype"):
         my_sin(x)
         torch.neuron.synchronize()
+
+
+def test_cpu_bfloat16_tensors_run_and_written_inputs_update_in_place():
+    @nki.jit
+    def add_one_into(x, out):
+        nl.store(out, nl.add(nl.load(x), 1.0))
+
+    x = torch.randn(128, 16).to(torch.bfloat16)
+    out = torch.zeros_like(x)
+    assert add_one_into(x, out) is None
+    torch.testing.assert_close(out, (x.float() + 1).to(torch.bfloat16))
+
+
+def test_torch_tensors_without_torch_neuronx_name_what_to_import():
+    from tnx_helpers import run_python
+
+    proc = run_python(
+        """
+        import nki, nki.language as nl, torch
+
+        @nki.jit
+        def copy(x):
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nl.store(out, nl.load(x))
+            return out
+
+        try:
+            copy(torch.ones(4, 4))
+        except nki.NkiError as err:
+            print("refused:", err)
+        """,
+        env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
+    assert "refused:" in proc.stdout and "import torch_neuronx" in proc.stdout and "torch.Tensor" in proc.stdout

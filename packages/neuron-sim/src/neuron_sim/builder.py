@@ -7,34 +7,42 @@
     ...
     program = b.build()
 
-Every emitted instruction records the source line that emitted it (outside neuron_sim).
+Every emitted instruction records the source line that emitted it (outside neuron_sim) and is
+checked once, as it is emitted: against the hardware rules of the target and against the tensor
+table (an HBM access must name a declared tensor and stay inside it). ``build`` only adds the
+checks that need the whole program (balanced loops, no writes to ``input`` tensors). Front ends
+build on this class - the NKI tracer is a ProgramBuilder whose locations are kernel lines.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 
 from . import dtypes
 from .arch import Architecture, get_architecture
-from .errors import AccessPatternError
+from .errors import AccessPatternError, ValidationError
 from .isa import Instruction
 from .memory.access_pattern import HBM, PSUM, SBUF, AccessPattern
 from .memory.allocator import OnChipAllocator
-from .program import Program, TensorDecl
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+from .program import Program, TensorDecl, check_hbm_accesses
 
 
-def caller_location(skip_dirs: tuple[str, ...] = ()) -> str | None:
-    """``file:line`` of the innermost frame outside neuron_sim (and ``skip_dirs``)."""
+def in_packages(frame, packages: tuple[str, ...]) -> bool:
+    """Whether ``frame`` runs code of one of ``packages`` (or their submodules), judged by the
+    module the code belongs to - not by its file's directory, which a user package named like
+    ours (``neuron_sim_tools/``) would share as a prefix."""
+    module = frame.f_globals.get("__name__") or ""
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def caller_location(skip_packages: tuple[str, ...] = ()) -> str | None:
+    """``file:line`` of the innermost frame outside neuron_sim (and ``skip_packages``)."""
     frame = sys._getframe(1)
-    skip = (_PACKAGE_DIR,) + tuple(skip_dirs)
+    skip = ("neuron_sim",) + tuple(skip_packages)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(skip):
+        if not in_packages(frame, skip) and not frame.f_code.co_filename.startswith("<frozen"):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
@@ -177,10 +185,14 @@ class ProgramBuilder:
         self.instructions: list[Instruction] = []
         self.sbuf_allocator = OnChipAllocator(SBUF, self.arch.sbuf_usable_bytes_per_partition)
         self.psum_allocator = OnChipAllocator(PSUM, self.arch.psum_bytes_per_partition, bank_bytes=self.arch.psum_bank_bytes)
+        self._sizes: dict[str, int] = {}  # declared HBM tensors: name -> bytes (what emit checks against)
 
     # --- HBM tensors -------------------------------------------------------------------------
     def tensor(self, name: str, shape, dtype, kind: str) -> HbmTensor:
         decl = TensorDecl(name, tuple(shape), dtype, kind)
+        if name in self._sizes:
+            raise ValidationError("program.duplicate_tensor", f"tensor names must be unique, repeated: [{name!r}]", self.location())
+        self._sizes[name] = decl.nbytes
         self.tensors.append(decl)
         return HbmTensor(decl)
 
@@ -228,14 +240,22 @@ class ProgramBuilder:
             (self.sbuf_allocator if t.memory == SBUF else self.psum_allocator).free(t.offset)
 
     # --- instructions ------------------------------------------------------------------------
+    def location(self) -> str | None:
+        """Where the instruction being emitted comes from (front ends name their user's line)."""
+        return caller_location()
+
     def emit(self, inst: Instruction) -> Instruction:
+        """Check ``inst`` (hardware rules, tensor table) and append it."""
         if inst.location is None:
-            inst.location = caller_location()
+            inst.location = self.location()
         inst.validate(self.arch)
+        check_hbm_accesses(inst, self._sizes)
         self.instructions.append(inst)
         return inst
 
     def build(self, graph: dict | None = None, metadata: dict | None = None) -> Program:
+        """The program. Its instructions were checked as they were emitted; this adds the checks
+        of the whole (see ``Program.validate_structure``)."""
         program = Program(self.name, list(self.tensors), list(self.instructions), self.arch.name, graph, metadata or {})
-        program.validate(self.arch)
+        program.validate_structure()
         return program

@@ -89,34 +89,40 @@ class Program:
         return [t for t in self.tensors if t.is_output]
 
     def validate(self, arch: Architecture) -> None:
-        names = [t.name for t in self.tensors]
-        if len(set(names)) != len(names):
-            dup = sorted({n for n in names if names.count(n) > 1})
-            raise ValidationError("program.duplicate_tensor", f"tensor names must be unique, repeated: {dup}")
-        sizes = {t.name: t.nbytes for t in self.tensors}
-        loop_structure(self.instructions)  # balanced, properly nested loops
+        """Check everything: each instruction against ``arch`` and the tensor table, then the
+        program as a whole. For programs from outside (a loaded NEFF); a ProgramBuilder checks
+        each instruction as it is emitted and only the whole at ``build``."""
         for inst in self.instructions:
             if not isinstance(inst, Instruction):
                 raise ValidationError("program.not_an_instruction", f"program holds a {type(inst).__name__}, not an instruction")
+        self.validate_structure()
+        sizes = self._tensor_sizes()
+        for inst in self.instructions:
             inst.validate(arch)
-            for ap in inst.reads() + inst.writes():
-                if ap.memory != HBM:
-                    continue
-                if ap.tensor not in sizes:
-                    raise ValidationError(
-                        "program.unknown_tensor", f"{inst.opcode} accesses unknown HBM tensor {ap.tensor!r}", inst.location
-                    )
-                try:
-                    ap.check_tensor_bounds(sizes[ap.tensor], inst.opcode)
-                except ValidationError as err:
-                    raise err.at(inst.location) from None
+            check_hbm_accesses(inst, sizes)
+
+    def validate_structure(self) -> None:
+        """The checks that need the whole program, not one instruction: unique tensor names,
+        balanced loops, and no writes to tensors declared ``input`` (kinds may be settled only
+        once the program is complete, as NKI does for arguments a kernel writes)."""
+        self._tensor_sizes()
+        loop_structure(self.instructions)  # balanced, properly nested loops
+        kinds = {t.name: t.kind for t in self.tensors}
+        for inst in self.instructions:
             for ap in inst.writes():
-                if ap.memory == HBM and sizes and self.tensor(ap.tensor).kind == "input":
+                if ap.memory == HBM and kinds.get(ap.tensor) == "input":
                     raise ValidationError(
                         "program.write_to_input",
                         f"{inst.opcode} writes input tensor {ap.tensor!r}; declare it 'inout' to update it in place",
                         inst.location,
                     )
+
+    def _tensor_sizes(self) -> dict[str, int]:
+        names = [t.name for t in self.tensors]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ValidationError("program.duplicate_tensor", f"tensor names must be unique, repeated: {dup}")
+        return {t.name: t.nbytes for t in self.tensors}
 
     def to_dict(self) -> dict:
         return {
@@ -170,3 +176,17 @@ class PerProgram:
             entry = self._entries.get(key)
             if entry is not None and entry[0] is ref:
                 del self._entries[key]
+
+
+def check_hbm_accesses(inst: Instruction, sizes: dict[str, int]) -> None:
+    """Every HBM access of ``inst`` names a tensor of the table (``sizes``: name -> bytes) and
+    stays inside it."""
+    for ap in inst.reads() + inst.writes():
+        if ap.memory != HBM:
+            continue
+        if ap.tensor not in sizes:
+            raise ValidationError("program.unknown_tensor", f"{inst.opcode} accesses unknown HBM tensor {ap.tensor!r}", inst.location)
+        try:
+            ap.check_tensor_bounds(sizes[ap.tensor], inst.opcode)
+        except ValidationError as err:
+            raise err.at(inst.location) from None

@@ -16,6 +16,7 @@ hardware's numerics; hardware-rule violations raise NkiValidationError naming th
 """
 
 from . import isa, language
+from .arrays import ArrayType, register_array_type, registered_array_types, unregister_array_type
 from .benchmarking import BenchmarkResult, Latency, benchmark
 from .errors import NkiError, NkiValidationError
 from .kernel import CompiledKernel, Kernel, jit
@@ -27,4 +28,5 @@ __version__ = "0.6.0+sim"
 __all__ = [
     "isa", "language", "jit", "Kernel", "CompiledKernel", "simulate", "simulate_kernel", "baremetal", "benchmark",
     "BenchmarkResult", "Latency", "NkiError", "NkiValidationError", "NkiTensor", "__version__",
+    "ArrayType", "register_array_type", "unregister_array_type", "registered_array_types",
 ]

@@ -14,13 +14,15 @@ import itertools
 import os
 from dataclasses import dataclass, field
 
-import numpy as np
 from neuron_sim import Architecture, Program, dtypes, get_architecture
 from neuron_sim.program import TensorDecl
+from neuron_sim.timing import estimate
 
-from . import tracing
+from . import arrays, tracing
 from .errors import NkiError, NkiValidationError
-from .tensor import NkiTensor, Storage
+from .execution import run
+from .storage import Storage, hbm_storage
+from .tensor import NkiTensor
 
 LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 
@@ -44,8 +46,6 @@ class CompiledKernel:
     def timing(self, trip_counts: list[dict] | None = None):
         """Timing results per program. Static programs are timed once (timing is data-independent);
         programs with run-time loop bounds are timed from the trip counts of a run."""
-        from neuron_sim.timing import estimate
-
         if any(trip_counts or ()):
             return [estimate(p, self.arch, counts) for p, counts in zip(self.programs, trip_counts)]
         if not self._timing:
@@ -67,14 +67,6 @@ def _grid(key) -> tuple[int, ...]:
     if not grid or any(not isinstance(g, int) or g <= 0 for g in grid):
         raise NkiError(f"a launch grid is one or more positive ints, got {key!r}")
     return grid
-
-
-def _is_array(x) -> bool:
-    return isinstance(x, np.ndarray)
-
-
-def _is_torch(x) -> bool:
-    return type(x).__module__.startswith("torch") and hasattr(x, "device")
 
 
 def _freeze(value):
@@ -117,10 +109,9 @@ class Kernel:
                     setattr(target, name, value)
 
     def __call__(self, *args, **kwargs):
-        if any(_is_torch(a) for a in itertools.chain(args, kwargs.values())):
-            return _torch_call(self, args, kwargs)
-        from .execution import run
-
+        foreign = arrays.launcher(args, kwargs)
+        if foreign is not None:  # a framework's arrays: its integration binds and launches them
+            return foreign.launch(self, args, kwargs)
         try:
             return run(self, args, kwargs)
         except Exception as err:
@@ -129,7 +120,11 @@ class Kernel:
     # --- tracing ------------------------------------------------------------------------------
     def signature(self, args, kwargs, arch: Architecture) -> tuple:
         def sig(v):
-            return ("array", tuple(v.shape), dtypes.dtype_name(v.dtype)) if _is_array(v) else ("value", _freeze(v))
+            described = arrays.describe(v)
+            if described is None:
+                return ("value", _freeze(v))
+            shape, dtype = described
+            return ("array", shape, dtypes.dtype_name(dtype))
 
         return (arch.name, self.grid, tuple(sig(a) for a in args), tuple(sorted((k, sig(v)) for k, v in kwargs.items())))
 
@@ -154,7 +149,7 @@ class Kernel:
         names += [f"{rest}_{i}" for i in range(max(0, len(args) - len(names)))]
         programs, instances = [], []
         for program_id in itertools.product(*(range(g) for g in self.grid)):
-            ctx = tracing.TraceContext(arch, tuple(program_id), self.grid)
+            ctx = tracing.TraceContext(arch, self.__name__, getattr(self.func, "__code__", None), tuple(program_id), self.grid)
             with tracing.tracing(ctx):
                 tensor_args, params, kw_params = _bind_arguments(ctx, names, args, kwargs)
                 tensor_kwargs = {k: v for k, v in tensor_args.items() if isinstance(k, str)}
@@ -163,40 +158,47 @@ class Kernel:
                 returned = _returned_names(ctx, result, self.func)
                 _finish_tensor_table(ctx, params, kw_params, returned, self.__name__, self.func)
             instances.append((ctx, returned))
-        if lnc:
-            tables = _merge_tables([c for c, _ in instances])
-            for ctx, _ in instances:
-                programs.append(Program(self.__name__ + (f"_core{ctx.program_id[0]}" if len(instances) > 1 else ""),
-                                        tables, ctx.instructions, arch.name))
-        else:  # legacy SPMD: instances run back to back on one core
-            tables = _merge_tables([c for c, _ in instances])
-            programs.append(Program(self.__name__, tables, [i for c, _ in instances for i in c.instructions], arch.name))
-        for p in programs:
-            p.validate(arch)
+        # Each builder checked its instructions as they were traced; what is left are the checks of
+        # each whole program, over the one tensor table the instances share.
+        tables = _merge_tables([c for c, _ in instances])
+        builders = [c for c, _ in instances]
+        if not lnc:  # legacy SPMD: instances run back to back on one core, as one program
+            builders[0].instructions.extend(i for c in builders[1:] for i in c.instructions)
+            builders = builders[:1]
+        for ctx in builders:
+            ctx.tensors[:] = tables
+            if len(builders) > 1:
+                ctx.name = f"{self.__name__}_core{ctx.program_id[0]}"
+            programs.append(ctx.build())
         return CompiledKernel(programs, params, kw_params, instances[0][1], arch, parallel=lnc and len(programs) > 1)
 
 
 def _bind_arguments(ctx, names, args, kwargs):
     """HBM stand-ins for array arguments, named after the kernel's parameters."""
-    from .tensor import hbm_storage
-
     tensor_args: dict = {}
     params: dict[int, str] = {}
     kw_params: dict[str, str] = {}
     for i, value in enumerate(args):
-        if _is_array(value):
+        described = arrays.describe(value)
+        if described is not None:
             name = names[i] if i < len(names) else f"arg{i}"
-            tensor_args[i] = NkiTensor(hbm_storage(ctx, value.shape or (1,), dtypes.dtype_name(value.dtype), name, "input"))
+            tensor_args[i] = _hbm_argument(ctx, described, name)
             params[i] = tensor_args[i].name
         else:
             tensor_args[i] = value
     for key, value in kwargs.items():
-        if _is_array(value):
-            tensor_args[key] = NkiTensor(hbm_storage(ctx, value.shape or (1,), dtypes.dtype_name(value.dtype), key, "input"))
+        described = arrays.describe(value)
+        if described is not None:
+            tensor_args[key] = _hbm_argument(ctx, described, key)
             kw_params[key] = tensor_args[key].name
         else:
             tensor_args[key] = value
     return tensor_args, params, kw_params
+
+
+def _hbm_argument(ctx, described, name: str) -> NkiTensor:
+    shape, dtype = described
+    return NkiTensor(hbm_storage(ctx, shape or (1,), dtypes.dtype_name(dtype), name, "input"))
 
 
 def _returned_names(ctx, result, func):
@@ -268,17 +270,6 @@ def _merge_tables(contexts) -> list[TensorDecl]:
             else:
                 merged[t.name] = t
     return list(merged.values())
-
-
-def _torch_call(kernel: Kernel, args, kwargs):
-    try:
-        from torch_neuronx import nki_integration  # installed with torch-neuronx
-    except ImportError:
-        raise NkiError(
-            f"{kernel.__name__} was called with torch tensors: running NKI kernels on the 'neuron' device needs "
-            "torch-neuronx (pip install ./packages/torch-neuronx); or call it with numpy arrays"
-        ) from None
-    return nki_integration.call_kernel(kernel, args, kwargs)
 
 
 def jit(func=None, **options):

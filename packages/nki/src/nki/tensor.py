@@ -5,76 +5,33 @@ bytes in every partition of SBUF/PSUM). A view is ``offset + sum(strides[k] * i_
 as in NKI. On chip, dim 0 is the partition dimension and its stride is the storage's per-partition
 element count; every other dimension must stay inside a partition. Views are free: they only
 change this arithmetic.
+
+Run-time addressing is part of a view too: ``t.ap(pattern, scalar_offset=r, indirect_dim=d)``
+starts ``r * prod(t.shape[d+1:])`` elements further in, ``r`` a register (a loop counter) or a
+[1, 1] SBUF integer read at run time; ``hbm_t.ap(pattern, vector_offset=idx)`` (or
+``hbm_t.vector_select(0, idx)``) has row ``p`` at row ``idx[p]`` of ``hbm_t`` - only an indirect
+DMA (a gather or scatter, ``nisa.dma_copy``) can move such a view.
+
+What builds instructions from tensors (the legacy arithmetic operators, ``t[...] = v``,
+``t += v``, ``broadcast_to`` across partitions) belongs to ``nki.language``, which attaches those
+methods here (``nki.language.operators``), as JAX attaches its numpy methods to its Array type:
+this layer only describes memory.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import weakref
 
 from neuron_sim import dtypes
-from neuron_sim.memory.access_pattern import HBM, MAX_FREE_DIMS, PSUM, SBUF, AccessPattern
+from neuron_sim.isa import RegisterLoad
+from neuron_sim.memory.access_pattern import HBM, MAX_FREE_DIMS, AccessPattern
 
 from . import tracing
-
-ON_CHIP = (SBUF, PSUM)
-HBM_BUFFERS = ("hbm", "shared_hbm", "private_hbm")
-
-
-class Storage:
-    """An allocation: an HBM tensor of the tensor table, or per-partition bytes on chip."""
-
-    __slots__ = ("buffer", "dtype", "shape", "name", "partition_offset", "byte_offset", "written", "__weakref__")
-
-    def __init__(self, buffer: str, dtype: str, shape: tuple[int, ...], name: str,
-                 partition_offset: int = 0, byte_offset: int = 0):
-        self.buffer = buffer
-        self.dtype = dtype
-        self.shape = shape
-        self.name = name
-        self.partition_offset = partition_offset
-        self.byte_offset = byte_offset
-        # PSUM regions written so far, (first partition, end partition, first byte, end byte): a
-        # matmul with accumulate=None overwrites a region on its first write and adds afterwards.
-        self.written: list[tuple[int, int, int, int]] = []
-
-    @property
-    def on_chip(self) -> bool:
-        return self.buffer in ON_CHIP
-
-    @property
-    def free_elements(self) -> int:
-        """Elements per partition (on chip); the partition stride of its views."""
-        return math.prod(self.shape[1:]) if len(self.shape) > 1 else 1
-
-
-def allocate_on_chip(ctx, buffer: str, shape: tuple[int, ...], dtype: str, name: str, address=None) -> Storage:
-    """Reserve SBUF/PSUM bytes for a tile; they are released when the last view of it dies."""
-    arch = ctx.arch
-    if not shape:
-        raise ctx.error("tile.shape", "an on-chip tile needs at least a partition dimension")
-    if shape[0] > arch.num_partitions:
-        raise ctx.error(
-            "partition.limit",
-            f"partition dimension {shape[0]} of tile {list(shape)} exceeds the {arch.num_partitions} partitions",
-        )
-    nbytes = (math.prod(shape[1:]) if len(shape) > 1 else 1) * dtypes.itemsize(dtype)
-    allocator = ctx.sbuf if buffer == SBUF else ctx.psum
-    if address is not None:
-        partition_offset, byte_offset = (int(a) for a in address)
-        limit = arch.sbuf_usable_bytes_per_partition if buffer == SBUF else arch.psum_bytes_per_partition
-        if byte_offset < 0 or byte_offset + nbytes > limit or partition_offset + shape[0] > arch.num_partitions:
-            raise ctx.error("tile.address", f"address {tuple(address)} puts {list(shape)} {dtype} outside {buffer.upper()}")
-        if buffer == PSUM and byte_offset % arch.psum_bank_bytes:
-            raise ctx.error("psum.bank_alignment", f"PSUM tiles start on a bank boundary ({arch.psum_bank_bytes} B), got byte offset {byte_offset}")
-        return Storage(buffer, dtype, shape, name, partition_offset, byte_offset)
-    try:
-        offset = allocator.allocate(nbytes, f"tile {name or ''}{list(shape)} {dtype}")
-    except Exception as err:  # capacity errors carry the allocator's numbers
-        raise ctx.error(getattr(err, "rule", f"{buffer}.capacity"), getattr(err, "detail", str(err))) from None
-    storage = Storage(buffer, dtype, shape, name, 0, offset)
-    weakref.finalize(storage, allocator.free, offset)
-    return storage
+from .errors import NkiValidationError
+from .indexing import IndexExpr, normalize_key
+from .registers import VirtualRegister, new_register
+from .storage import Storage
 
 
 def _row_major_strides(shape) -> tuple[int, ...]:
@@ -89,7 +46,7 @@ class NkiTensor:
     """A view of a Storage. Indexing, reshape, permute, broadcast and ``ap`` return new views."""
 
     __slots__ = ("storage", "dtype", "shape", "strides", "offset", "_ap", "_pending_matmul", "_indirect", "_overrun",
-                 "_index_vars", "_mask_window", "__weakref__")
+                 "_index_vars", "_mask_window", "_dynamic", "__weakref__")
     __array_priority__ = 1000  # numpy scalars defer to our operators
 
     def __init__(self, storage: Storage, shape=None, strides=None, offset: int = 0, dtype: str | None = None):
@@ -100,10 +57,13 @@ class NkiTensor:
         self.offset = offset
         self._ap = None
         self._pending_matmul = None  # set by nl.matmul on its fresh result (see memory_ops.accumulate_into)
-        self._indirect = None  # (index tile, rows) for a per-partition indirect view (see language/dynamic.py)
+        self._indirect = None  # (index tile, rows) of a vector_offset view: row p is row index[p] of the storage
         self._overrun = None  # ((axis, requested count, message, location), ...): see normalize_key
         self._index_vars = None  # per dim, the legacy index variable that indexed it (see Mask)
         self._mask_window = None  # {axis: first position} of a tile restricted by a legacy mask=
+        # ((register name, bytes per step), ...): run-time start offsets (scalar_offset). They live
+        # on the view, not only on its cached access pattern, so every further view keeps them.
+        self._dynamic = ()
 
     # --- attributes as NKI names them -------------------------------------------------------
     @property
@@ -130,7 +90,18 @@ class NkiTensor:
         return f"NkiTensor({self.name or '?'}, shape={list(self.shape)}, dtype={self.dtype}, buffer={self.buffer})"
 
     def _view(self, shape, strides, offset, dtype=None) -> NkiTensor:
-        return NkiTensor(self.storage, shape, strides, offset, dtype or self.dtype)
+        if self._indirect is not None:
+            raise self._indirect_only()
+        view = NkiTensor(self.storage, shape, strides, offset, dtype or self.dtype)
+        view._dynamic = self._dynamic
+        return view
+
+    def _indirect_only(self) -> NkiValidationError:
+        return tracing.current().error(
+            "view.vector_offset",
+            f"{self!r} gathers/scatters rows by a run-time index: only nisa.dma_copy can move it, and it cannot be "
+            "sliced or reshaped (build the view you need first, then apply vector_offset)",
+        )
 
     def is_contiguous(self) -> bool:
         start = 1 if self.storage.on_chip else 0
@@ -146,15 +117,11 @@ class NkiTensor:
 
     # --- indexing -----------------------------------------------------------------------------
     def __getitem__(self, key) -> NkiTensor:
-        from .language.indexing import normalize_key
-
         overruns: list = []
         index_vars: list = []
         if self._mask_window and isinstance(key, tuple) and Ellipsis not in key:
             # A tile a masked op produced holds only its window of the index space: an index
             # expression over the full space (x[i_p, 0] with i_p over 128) is shifted into it.
-            from .language.indexing import IndexExpr
-
             key = tuple(k._with(const=k.const - self._mask_window[i]) if isinstance(k, IndexExpr) and i in self._mask_window
                         else k for i, k in enumerate(key))
         dims = normalize_key(key, self.shape, self.storage.on_chip, overruns, index_vars)
@@ -179,11 +146,6 @@ class NkiTensor:
             view._overrun = tuple((out_axis[a], n, msg, tracing.user_location()) for a, n, msg in overruns) + (self._overrun or ())
         return view
 
-    def __setitem__(self, key, value) -> None:
-        from .language.memory_ops import assign
-
-        assign(self[key], value)
-
     def slice(self, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
         key = [slice(None)] * self.ndim
         key[dim] = slice(start, end, step)
@@ -191,9 +153,7 @@ class NkiTensor:
 
     def vector_select(self, dim: int, vector_offset: NkiTensor) -> NkiTensor:
         """Per-partition indirect rows: row i of the view is row ``vector_offset[i]`` (HBM only)."""
-        from .language.dynamic import dynamic_view
-
-        return dynamic_view(self, None, None, None, vector_offset, dim, None)
+        return self._indirect_view(None, None, vector_offset, dim, None)
 
     def select(self, dim: int, index: int) -> NkiTensor:
         if not isinstance(index, int):
@@ -227,22 +187,6 @@ class NkiTensor:
         shape, strides = list(self.shape), list(self.strides)
         shape[dim], strides[dim] = size, 0
         return self._view(tuple(shape), tuple(strides), self.offset)
-
-    def broadcast_to(self, shape) -> NkiTensor:
-        """Broadcast size-1 dims to ``shape`` (legacy method). Free dims broadcast as a view; a
-        one-partition tile is copied to every partition through TensorE (as nl.broadcast_to)."""
-        shape = tuple(shape)
-        view = self
-        if self.storage.on_chip and self.shape[0] == 1 and shape and shape[0] != 1:
-            from .language.math_ops import broadcast_partitions
-
-            view = broadcast_partitions(self, shape[0])
-        while view.ndim < len(shape):
-            view = view.expand_dim(1 if view.storage.on_chip and view.ndim >= 1 else 0)
-        for dim, (have, want) in enumerate(zip(view.shape, shape)):
-            if have != want:
-                view = view.broadcast(dim, want)
-        return view
 
     def expand_dim(self, dim: int) -> NkiTensor:
         self._require(not (self.storage.on_chip and dim == 0), "view.partition_dim", "cannot insert a dim before the partition dim")
@@ -311,10 +255,12 @@ class NkiTensor:
     def ap(self, pattern, offset: int | None = None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0,
            dtype=None) -> NkiTensor:
         """Explicit ``[[stride, count], ...]`` access pattern over the storage (like as_strided)."""
-        if scalar_offset is not None or vector_offset is not None:
-            from .language.dynamic import dynamic_view
-
-            return dynamic_view(self, pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype)
+        if scalar_offset is not None and vector_offset is not None:
+            raise tracing.current().error("view.vector_offset", "a view takes a scalar_offset or a vector_offset, not both")
+        if scalar_offset is not None:
+            return self._scalar_offset_view(pattern, offset, scalar_offset, indirect_dim, dtype)
+        if vector_offset is not None:
+            return self._indirect_view(pattern, offset, vector_offset, indirect_dim, dtype)
         pattern = [tuple(int(x) for x in p) for p in pattern]
         dtype = dtypes.dtype_name(dtype) if dtype is not None else self.dtype
         base = self.offset if offset is None else self.offset + int(offset)
@@ -329,8 +275,6 @@ class NkiTensor:
         over trailing axes need that).
         """
         if self._overrun:
-            from .errors import NkiValidationError
-
             _, _, message, location = self._overrun[0]
             raise NkiValidationError("index.out_of_bounds", message, location)
         if keep_split is not None:
@@ -340,6 +284,21 @@ class NkiTensor:
         return self._ap
 
     def _build_ap(self, keep_split: int | None = None) -> AccessPattern:
+        if self._indirect is not None:
+            raise self._indirect_only()
+        ap = self._static_ap(keep_split)
+        if not self._dynamic:
+            return ap
+        terms = []
+        for register, nbytes in self._dynamic:
+            elements, rest = divmod(nbytes, ap.itemsize)
+            if rest:
+                raise tracing.current().error(
+                    "view.scalar_offset", f"a run-time step of {nbytes} bytes is not a whole number of {ap.dtype} elements")
+            terms.append((register, elements))
+        return dataclasses.replace(ap, dynamic=ap.dynamic + tuple(terms))
+
+    def _static_ap(self, keep_split: int | None) -> AccessPattern:
         dims = [(s, n) for s, n in zip(self.strides, self.shape)]
         size = self.itemsize
         storage = self.storage
@@ -352,7 +311,7 @@ class NkiTensor:
                     "view.partition_stride",
                     f"the partition dim must step one partition at a time (stride {per_partition}), got stride {p_stride}",
                 )
-            free = _merge_groups(dims[1:], None if keep_split is None else keep_split - 1)
+            free = merge_groups(dims[1:], None if keep_split is None else keep_split - 1)
             if len(free) > MAX_FREE_DIMS:
                 raise tracing.current().error("view.too_many_dims", f"{len(free)} free dims after merging; the hardware walks at most {MAX_FREE_DIMS}")
             return AccessPattern(storage.buffer, self.dtype, storage.partition_offset + p_rel, p_count,
@@ -365,74 +324,61 @@ class NkiTensor:
             raise tracing.current().error("view.too_many_dims", f"{len(free)} free dims after merging; DMA walks at most {MAX_FREE_DIMS}")
         return AccessPattern(HBM, self.dtype, 0, row[1], tuple(free), self.offset * size, storage.name, row[0])
 
-    # --- legacy operators (new tiles) ---------------------------------------------------------
-    def _binary(self, other, op, reverse=False):
-        from .language import math_ops
+    # --- run-time addressing ------------------------------------------------------------------
+    def _scalar_offset_view(self, pattern, offset, scalar_offset, indirect_dim, dtype) -> NkiTensor:
+        ctx = tracing.current()
+        if isinstance(scalar_offset, NkiTensor):
+            if scalar_offset.buffer != "sbuf" or scalar_offset.size != 1:
+                raise ctx.error("view.scalar_offset",
+                                f"scalar_offset must be a register or a [1, 1] SBUF integer, got {scalar_offset!r}")
+            register = new_register(ctx, "offset")
+            ctx.emit(RegisterLoad(register=register.name, src=scalar_offset.access_pattern()))
+        elif isinstance(scalar_offset, VirtualRegister):
+            register = scalar_offset
+        else:
+            raise ctx.error("view.scalar_offset", f"scalar_offset must be a register or a [1, 1] SBUF tensor, got {scalar_offset!r}")
+        if isinstance(indirect_dim, bool) or not isinstance(indirect_dim, int) or not 0 <= indirect_dim < self.ndim:
+            raise ctx.error("view.scalar_offset", f"indirect_dim {indirect_dim!r} is outside the {self.ndim} dims of {self!r}")
+        if self.storage.on_chip and indirect_dim == 0:
+            raise ctx.error("view.scalar_offset", "a run-time offset cannot move along the partition dim of an on-chip tensor")
+        # One step of dim ``indirect_dim``: prod(shape[d+1:]) elements of a dense tensor, and for a
+        # view (a slice ``x[:, 0:4]``) its own stride, so the offset still moves whole rows of ``x``.
+        step = self.strides[indirect_dim] if not self.is_contiguous() else math.prod(self.shape[indirect_dim + 1 :])
+        view = self.ap(pattern, offset, dtype=dtype) if pattern is not None else self._view(self.shape, self.strides, self.offset)
+        view._dynamic = view._dynamic + ((register.name, step * self.itemsize),)
+        return view
 
-        return math_ops.binary(op, other, self) if reverse else math_ops.binary(op, self, other)
-
-    def __add__(self, o):
-        return self._binary(o, "add")
-
-    def __radd__(self, o):
-        return self._binary(o, "add", True)
-
-    def __sub__(self, o):
-        return self._binary(o, "subtract")
-
-    def __rsub__(self, o):
-        return self._binary(o, "subtract", True)
-
-    def __mul__(self, o):
-        return self._binary(o, "multiply")
-
-    def __rmul__(self, o):
-        return self._binary(o, "multiply", True)
-
-    def __truediv__(self, o):
-        return self._binary(o, "divide")
-
-    def __rtruediv__(self, o):
-        return self._binary(o, "divide", True)
-
-    def __pow__(self, o):
-        return self._binary(o, "power")
-
-    def __neg__(self):
-        from .language import math_ops
-
-        return math_ops.unary("negative", self)
-
-    def __lt__(self, o):
-        return self._binary(o, "less")
-
-    def __le__(self, o):
-        return self._binary(o, "less_equal")
-
-    def __gt__(self, o):
-        return self._binary(o, "greater")
-
-    def __ge__(self, o):
-        return self._binary(o, "greater_equal")
-
-    def __and__(self, o):
-        return self._binary(o, "bitwise_and")
-
-    def __or__(self, o):
-        return self._binary(o, "bitwise_or")
-
-    def __xor__(self, o):
-        return self._binary(o, "bitwise_xor")
-
-    def __iadd__(self, o):
-        from .language.memory_ops import accumulate_into
-
-        return accumulate_into(self, o)
+    def _indirect_view(self, pattern, offset, vector_offset, indirect_dim, dtype) -> NkiTensor:
+        ctx = tracing.current()
+        if self.storage.on_chip:
+            raise ctx.error("view.vector_offset", f"vector_offset indexes an HBM tensor; {self!r} is on chip")
+        if indirect_dim != 0:
+            raise ctx.error("view.vector_offset", f"vector_offset selects along dim 0, got indirect_dim={indirect_dim}")
+        if not isinstance(vector_offset, NkiTensor) or vector_offset.buffer != "sbuf" or vector_offset.size != vector_offset.shape[0]:
+            raise ctx.error("view.vector_offset", f"vector_offset must be a [P, 1] SBUF tile of indices, got {vector_offset!r}")
+        base = self.ap(pattern, offset, dtype=dtype) if pattern is not None else self
+        view = NkiTensor(base.storage, (vector_offset.shape[0],) + base.shape[1:], base.strides, base.offset, base.dtype)
+        view._indirect = (vector_offset, base.shape[0])
+        return view
 
     __hash__ = object.__hash__
 
 
-def _merge_groups(dims: list[tuple[int, int]], split: int | None) -> list[tuple[int, int]]:
+def broadcast_view(t: NkiTensor, shape) -> NkiTensor:
+    """``t`` broadcast to ``shape`` as a view: missing leading free dims are inserted and size-1
+    dims stretched (stride 0). The partition dim of an on-chip tile is not a view: callers that
+    need it broadcast (``broadcast_to``) copy across partitions first."""
+    shape = tuple(shape)
+    view = t
+    while view.ndim < len(shape):
+        view = view.expand_dim(1 if view.storage.on_chip and view.ndim >= 1 else 0)
+    for dim, (have, want) in enumerate(zip(view.shape, shape)):
+        if have != want:
+            view = view.broadcast(dim, want)
+    return view
+
+
+def merge_groups(dims: list[tuple[int, int]], split: int | None) -> list[tuple[int, int]]:
     """Merge contiguous dims, separately before and after index ``split`` (size-1 dims dropped)."""
     groups = [dims] if split is None else [dims[:split], dims[split:]]
     out: list[tuple[int, int]] = []
@@ -457,13 +403,4 @@ def _merge_dims(dims: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def hbm_storage(ctx, shape, dtype, name: str, kind: str, buffer: str = "shared_hbm") -> Storage:
-    """Declare an HBM tensor in the kernel's tensor table."""
-    from neuron_sim.program import TensorDecl
-
-    name = ctx.unique_name(name or "hbm_tensor")
-    ctx.tensors.append(TensorDecl(name, tuple(shape), dtype, kind))
-    return Storage(buffer, dtypes.dtype_name(dtype), tuple(shape), name)
-
-
-__all__ = ["NkiTensor", "Storage", "allocate_on_chip", "hbm_storage", "ON_CHIP", "HBM_BUFFERS", "SBUF", "PSUM", "HBM"]
+__all__ = ["NkiTensor", "broadcast_view", "merge_groups"]

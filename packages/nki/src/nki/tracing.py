@@ -2,37 +2,48 @@
 
 Tracing follows NKI's own compile model: the kernel body runs as ordinary Python (loops unroll,
 calls inline, ``print`` prints), and every ``nki.language`` / ``nki.isa`` call appends simulator
-instructions to the current context, tagged with the kernel line that made them.
+instructions to the current context, tagged with the kernel line that made them. The context is
+a neuron-sim ``ProgramBuilder`` (as Triton's interpreter implements the compiler's builder): the
+builder checks each instruction once, as it is emitted, and the tracer adds what NKI needs on
+top - kernel lines as locations, NKI's error type, the launch grid, which HBM tensors were written.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
-import os
 import sys
 import textwrap
 from contextlib import contextmanager
 
-from neuron_sim import Architecture, ValidationError
+from neuron_sim import Architecture, ProgramBuilder, ValidationError
+from neuron_sim.builder import in_packages
 from neuron_sim.isa import Instruction
-from neuron_sim.memory.allocator import OnChipAllocator
-from neuron_sim.program import TensorDecl
 
 from .errors import NkiError, NkiValidationError, from_sim
 
-_NKI_DIR = os.path.dirname(os.path.abspath(__file__))
-_SIM_DIR = os.path.dirname(os.path.abspath(sys.modules["neuron_sim"].__file__))
-_SKIP = (_NKI_DIR, _SIM_DIR)
+# Code of these packages is never "the kernel's line". Judged by module name (not by directory:
+# a user package ``nki_kernels/`` beside ``nki/`` shares its path prefix).
+LIBRARY_PACKAGES = ("nki", "neuronxcc.nki", "neuron_sim")
 
 
-def user_location() -> str | None:
-    """``file:line`` of the innermost frame outside nki and neuron_sim (the kernel's line)."""
+def _library_frame(frame) -> bool:
+    module = frame.f_globals.get("__name__") or ""
+    return (in_packages(frame, LIBRARY_PACKAGES) or module.partition(".")[0] in sys.stdlib_module_names
+            or frame.f_code.co_filename.startswith("<frozen"))
+
+
+def user_location(kernel_code=None) -> str | None:
+    """``file:line`` of the kernel line being traced: the innermost frame that is neither nki nor
+    neuron-sim nor the standard library (``with nl.no_reorder():`` runs contextlib), searching no
+    further out than the kernel's own frame (``kernel_code``, its code object): beyond it is the
+    kernel's caller, whose line is never the location of something the kernel did."""
     frame = sys._getframe(1)
+    if kernel_code is None and _STACK:
+        kernel_code = _STACK[-1].kernel_code
     while frame is not None:
-        path = frame.f_code.co_filename
-        if not os.path.abspath(path).startswith(_SKIP) and not path.startswith("<frozen"):
-            return f"{path}:{frame.f_lineno}"
+        if frame.f_code is kernel_code or not _library_frame(frame):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
 
@@ -43,7 +54,7 @@ def user_traceback(tb):
     tracer's. Frames after the first kernel frame are kept; a traceback with no kernel frame is
     returned whole."""
     first = tb
-    while first is not None and os.path.abspath(first.tb_frame.f_code.co_filename).startswith(_SKIP):
+    while first is not None and in_packages(first.tb_frame, LIBRARY_PACKAGES):
         first = first.tb_next
     return first if first is not None else tb
 
@@ -82,19 +93,16 @@ def _own_nodes(func_node):
             stack.extend(ast.iter_child_nodes(node))
 
 
-class TraceContext:
-    """State of one kernel trace (one SPMD instance / one physical core)."""
+class TraceContext(ProgramBuilder):
+    """The builder of one kernel trace (one SPMD instance / one physical core)."""
 
-    def __init__(self, arch: Architecture, program_id: tuple[int, ...] = (0,), grid: tuple[int, ...] = (1,)):
-        self.arch = arch
+    def __init__(self, arch: Architecture, name: str = "kernel", kernel_code=None, program_id: tuple[int, ...] = (0,),
+                 grid: tuple[int, ...] = (1,)):
+        super().__init__(name, arch)
+        self.kernel_code = kernel_code  # the kernel function's code object: locations stop at its frame
         self.program_id = program_id
         self.grid = grid
-        self.instructions: list[Instruction] = []
-        self.tensors: list[TensorDecl] = []
-        self.sbuf = OnChipAllocator("sbuf", arch.sbuf_usable_bytes_per_partition)
-        self.psum = OnChipAllocator("psum", arch.psum_bytes_per_partition, bank_bytes=arch.psum_bank_bytes)
         self.hbm_written: set[str] = set()
-        self.psum_written: set[tuple] = set()  # (storage id, partition range, byte span) of matmul targets
         self._names: set[str] = set()
 
     def unique_name(self, base: str) -> str:
@@ -105,22 +113,22 @@ class TraceContext:
         self._names.add(name)
         return name
 
+    def location(self) -> str | None:
+        return user_location(self.kernel_code)
+
     def emit(self, inst: Instruction) -> Instruction:
-        """Validate ``inst`` against the hardware rules and append it, tagged with the kernel line."""
-        if inst.location is None:
-            inst.location = user_location()
+        """Check ``inst`` against the hardware rules and append it, tagged with the kernel line."""
         try:
-            inst.validate(self.arch)
+            super().emit(inst)
         except ValidationError as err:
             raise from_sim(err, inst.location) from None
-        self.instructions.append(inst)
         for ap in inst.writes():
             if ap.tensor is not None:
                 self.hbm_written.add(ap.tensor)
         return inst
 
     def error(self, rule: str, message: str) -> NkiValidationError:
-        return NkiValidationError(rule, message, user_location())
+        return NkiValidationError(rule, message, self.location())
 
 
 _STACK: list[TraceContext] = []

@@ -4,7 +4,7 @@ import nki
 import nki.language as nl
 import numpy as np
 import pytest
-from nki.language.indexing import AffineExpr, AffinePredicate, Mask
+from nki.indexing import AffineExpr, AffinePredicate, Mask
 from nki_helpers import rand
 
 

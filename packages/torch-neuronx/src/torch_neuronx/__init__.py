@@ -75,3 +75,5 @@ __all__ = [
 __all__ += ["compile_metrics", "reset_compile_metrics", "pad_to_bucket"]
 
 import nki  # noqa: E402  (``from torch_neuronx import nki`` as in TorchNeuron's examples)
+
+from . import nki_integration  # noqa: E402, F401 - registers torch tensors as an NKI array type

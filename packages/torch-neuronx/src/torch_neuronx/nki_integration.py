@@ -1,17 +1,21 @@
-"""NKI kernels called with torch tensors.
+"""NKI kernels called with torch tensors: torch-neuronx registers torch tensors as an NKI array
+type when it is imported (nki itself imports no framework).
 
 On ``neuron`` tensors a kernel runs asynchronously on the current stream: its NEFF is launched on
 the simulator runtime with the tensors' device memory bound zero-copy, returned HBM tensors
 become new neuron tensors, and parameters the kernel writes are updated in place. Under
 FakeTensorMode (torch.compile tracing) only output metadata is produced. CPU tensors run through
-``nki.simulate`` and come back as CPU tensors.
+``nki.simulate`` on numpy views of their memory (so written inputs update the tensors) and come
+back as CPU tensors.
 """
 
 from __future__ import annotations
 
 import ml_dtypes
+import nki
 import numpy as np
 import torch
+from neuron_sim import dtypes
 from torch._subclasses.fake_tensor import FakeTensor
 
 from . import _state
@@ -45,10 +49,19 @@ def device_array(t: torch.Tensor) -> np.ndarray:
     return raw.view(numpy_dtype(t.dtype)).reshape(tuple(t.shape))
 
 
-def _placeholder(t: torch.Tensor) -> np.ndarray:
-    """Shape and dtype stand-in for tracing (no data is read while tracing)."""
-    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype=numpy_dtype(t.dtype)), shape=tuple(t.shape),
-                                           strides=(0,) * t.dim())
+def describe(t: torch.Tensor) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype of a tensor argument, for tracing (no data is read)."""
+    return tuple(t.shape), numpy_dtype(t.dtype)
+
+
+def host_array(t: torch.Tensor) -> np.ndarray:
+    """A numpy view of a CPU tensor's memory (bfloat16 and float8 through a same-size int view)."""
+    t = t.detach()
+    dtype = numpy_dtype(t.dtype)
+    if dtype.type.__module__ == "ml_dtypes":  # numpy has no such dtype: view the bits
+        bits = {1: torch.uint8, 2: torch.int16}[dtype.itemsize]
+        return t.view(bits).numpy().view(dtype)
+    return t.numpy()
 
 
 def call_kernel(kernel, args, kwargs):
@@ -56,9 +69,7 @@ def call_kernel(kernel, args, kwargs):
     if any(isinstance(t, FakeTensor) for t in tensors):
         return _fake_call(kernel, args, kwargs)
     if not any(is_neuron(t) for t in tensors):
-        import nki
-
-        return nki.simulate(kernel)(*args, **kwargs)
+        return _host_call(kernel, args, kwargs)
     devices = {t.device for t in tensors}
     if len(devices) != 1:
         raise RuntimeError(f"NKI kernel {kernel.__name__} got tensors on several devices: {sorted(map(str, devices))}")
@@ -79,8 +90,7 @@ def call_kernel(kernel, args, kwargs):
 
     t_args = [operand(a) for a in args]
     t_kwargs = {k: operand(v) for k, v in kwargs.items()}
-    compiled = kernel.compile([_placeholder(a) if isinstance(a, torch.Tensor) else a for a in t_args],
-                              {k: _placeholder(v) if isinstance(v, torch.Tensor) else v for k, v in t_kwargs.items()})
+    compiled = kernel.compile(t_args, t_kwargs)
     buffers = {}
     for i, name in compiled.params.items():
         buffers[name] = device_array(t_args[i])
@@ -105,8 +115,6 @@ def call_kernel(kernel, args, kwargs):
 
 
 def _np_name(dtype: str) -> np.dtype:
-    from neuron_sim import dtypes
-
     return dtypes.to_numpy(dtype)
 
 
@@ -126,12 +134,35 @@ def _structure(returned, outputs):
     return type(returned)(_structure(r, outputs) for r in returned)
 
 
+def _host_call(kernel, args, kwargs):
+    """CPU tensors: run on numpy views of their memory; returned arrays become CPU tensors."""
+    def host(v):
+        return host_array(v) if isinstance(v, torch.Tensor) else v
+
+    result = nki.simulate(kernel)(*map(host, args), **{k: host(v) for k, v in kwargs.items()})
+    return _to_torch(result)
+
+
+def _to_torch(value):
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        dtype = torch_dtype(value.dtype)
+        if value.dtype.type.__module__ == "ml_dtypes":
+            bits = {1: np.uint8, 2: np.int16}[value.dtype.itemsize]
+            return torch.from_numpy(value.view(bits)).view(dtype)
+        return torch.from_numpy(value)
+    return type(value)(_to_torch(v) for v in value)
+
+
 def _fake_call(kernel, args, kwargs):
     """Under FakeTensorMode: trace for the outputs' metadata; write nothing."""
-    compiled = kernel.compile([_placeholder(a) if isinstance(a, torch.Tensor) else a for a in args],
-                              {k: _placeholder(v) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()})
+    compiled = kernel.compile(args, kwargs)
     device = next(a.device for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor))
     decls = compiled.tensors
     outputs = {name: torch.empty(decls[name].shape, dtype=torch_dtype(_np_name(decls[name].dtype)), device=device)
                for name in _flatten(compiled.returned)}
     return _structure(compiled.returned, outputs)
+
+
+nki.register_array_type(nki.ArrayType("torch", lambda x: isinstance(x, torch.Tensor), describe, call_kernel))

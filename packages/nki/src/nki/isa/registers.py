@@ -7,7 +7,7 @@ import numbers
 from neuron_sim.isa import RegisterLoad, RegisterSet, RegisterStore
 
 from .. import tracing
-from ..language.registers import VirtualRegister, new_register
+from ..registers import VirtualRegister, new_register
 from ..tensor import NkiTensor
 
 

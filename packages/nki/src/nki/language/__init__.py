@@ -11,9 +11,12 @@ from types import SimpleNamespace
 
 from neuron_sim import get_architecture as _get_architecture
 
-from ..tensor import NkiTensor  # noqa: F401 - re-exported (see __all__)
+from ..indexing import DynSlice, IndexExpr, Mask, arange, ds, mgrid, par_dim  # noqa: F401 - re-exported (see __all__)
+from ..registers import VirtualRegister  # noqa: F401 - re-exported (see __all__)
+from ..tensor import NkiTensor
+from ..tensor import broadcast_view as _broadcast_view
 from . import math_ops as _m
-from .indexing import DynSlice, IndexExpr, Mask, arange, ds, mgrid, par_dim  # noqa: F401 - re-exported (see __all__)
+from . import operators as _operators  # noqa: F401 - attaches NkiTensor's legacy operators
 from .loops import (  # noqa: F401 - re-exported (see __all__)
     affine_range,
     fori_loop,
@@ -36,7 +39,6 @@ from .memory_ops import (  # noqa: F401 - re-exported (see __all__)
     zeros,
     zeros_like,
 )
-from .registers import VirtualRegister  # noqa: F401 - re-exported (see __all__)
 from .spmd import num_programs, program_id, program_ndim  # noqa: F401 - re-exported (see __all__)
 
 tensor = NkiTensor
@@ -170,7 +172,7 @@ def broadcast_to(x: NkiTensor, shape, dtype=None) -> NkiTensor:
     shape = tuple(shape)
     if x.buffer in (sbuf, psum) and x.shape[0] != shape[0]:
         x = _m.broadcast_partitions(x, shape[0])
-    out = x.broadcast_to(shape)
+    out = _broadcast_view(x, shape)
     return copy(out, dtype) if dtype is not None else out
 
 

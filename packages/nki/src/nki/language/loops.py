@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from neuron_sim.isa import LoopEnd, LoopStart, RegisterSet
 
 from .. import tracing
-from .registers import VirtualRegister, new_register
+from ..registers import VirtualRegister, new_register
 
 
 def affine_range(start, stop=None, step=1):

@@ -26,9 +26,10 @@ from neuron_sim.isa import (
 )
 
 from .. import tracing
-from ..tensor import ON_CHIP, NkiTensor
-from .indexing import Mask
-from .memory_ops import apply_mask, full, inherit_window, ndarray
+from ..indexing import Mask
+from ..storage import ON_CHIP
+from ..tensor import NkiTensor, broadcast_view, merge_groups
+from .memory_ops import apply_mask, full, inherit_window, load, ndarray
 
 BINARY_OPS = (
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod", "fmod", "abs_max", "abs_min",
@@ -114,7 +115,7 @@ def _align(x: NkiTensor, y: NkiTensor) -> tuple[NkiTensor, NkiTensor]:
         if t.shape[0] != shape[0]:
             t = broadcast_partitions(t, shape[0])
         if t.shape != tuple(shape):
-            t = t.broadcast_to(tuple(shape))
+            t = broadcast_view(t, tuple(shape))
         return t
 
     return fit(x), fit(y)
@@ -299,9 +300,7 @@ def reduce(op: str, x: NkiTensor, axis, dtype=None, keepdims: bool = False, mask
 
 def _merged(shape, strides) -> list:
     """The free dims the access pattern makes of these (reduced) axes."""
-    from ..tensor import _merge_groups
-
-    return _merge_groups(list(zip(strides, shape)), None)
+    return merge_groups(list(zip(strides, shape)), None)
 
 
 def mean(x: NkiTensor, axis, dtype=None, keepdims: bool = False, mask: Mask | None = None) -> NkiTensor:
@@ -356,14 +355,12 @@ def rms_norm(x: NkiTensor, w: NkiTensor, axis, n, epsilon: float = 1e-6, dtype=N
                           op1="add", operand1=float(epsilon)))
     ctx.emit(Activation(dst=inv_rms.access_pattern(), src=inv_rms.access_pattern(), func="rsqrt"))
     if w.buffer not in ON_CHIP:
-        from .memory_ops import load
-
         w = load(w)
     w_tile = w if w.shape[0] == rows else broadcast_partitions(w if w.ndim > 1 else w.reshape((1, w.size)), rows)
     out = ndarray(x.shape, _result_dtype(dtype, x), "sbuf")
     ctx.emit(ScalarTensorTensor(dst=out.access_pattern(), src=x.access_pattern(), op0="multiply",
                                 operand0=inv_rms.access_pattern(), op1="multiply",
-                                in1=w_tile.broadcast_to(x.shape).access_pattern() if w_tile.shape != x.shape else w_tile.access_pattern()))
+                                in1=broadcast_view(w_tile, x.shape).access_pattern() if w_tile.shape != x.shape else w_tile.access_pattern()))
     return out
 
 

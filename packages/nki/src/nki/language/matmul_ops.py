@@ -5,8 +5,9 @@ from __future__ import annotations
 from neuron_sim.isa import Matmul, TensorCopy, Transpose
 
 from .. import tracing
-from ..tensor import ON_CHIP, NkiTensor
-from .indexing import Mask
+from ..indexing import Mask
+from ..storage import ON_CHIP
+from ..tensor import NkiTensor
 from .memory_ops import apply_mask, mark_psum_written, ndarray
 
 

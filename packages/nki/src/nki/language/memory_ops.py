@@ -6,8 +6,10 @@ from neuron_sim import ValidationError, dtypes
 from neuron_sim.isa import AffineSelect, DmaCopy, DmaTranspose, Matmul, Memset, TensorCopy, TensorTensor
 
 from .. import tracing
-from ..tensor import HBM_BUFFERS, ON_CHIP, NkiTensor, allocate_on_chip, hbm_storage
-from .indexing import Mask, par_dim
+from ..errors import NkiValidationError
+from ..indexing import Mask, par_dim
+from ..storage import HBM_BUFFERS, ON_CHIP, allocate_on_chip, hbm_storage
+from ..tensor import NkiTensor
 
 BUFFERS = ("sbuf", "psum") + HBM_BUFFERS
 
@@ -267,8 +269,6 @@ def apply_mask(mask: Mask | None, *tensors: NkiTensor) -> list[NkiTensor]:
         if overrun:
             for axis, requested, message, location in overrun:
                 if mask.restrict(axis, requested, index_vars[axis]).stop > t.shape[axis]:
-                    from ..errors import NkiValidationError
-
                     raise NkiValidationError("index.out_of_bounds", message, location)
         out.append(view)
     return out

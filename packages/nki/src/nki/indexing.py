@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import tracing
+from . import tracing
 
 
 @dataclass(frozen=True)

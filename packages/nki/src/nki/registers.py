@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import tracing
+from . import tracing
 
 
 class VirtualRegister:
