@@ -40,8 +40,8 @@ def blocking_runtime():
 def _drain(rt: Runtime) -> None:
     for d in rt.devices:
         for q in d.queues:
-            q._wait_idle()
-            q._take_failure()
+            q.wait_idle()
+            q.take_failure()
 
 
 @pytest.fixture(autouse=True)

@@ -64,7 +64,7 @@ def test_host_task_error_is_kept_too(runtime):
 def test_query_does_not_raise(runtime):
     q = runtime.device(0).default_queue
     q.submit(fail())
-    q._wait_idle()
+    q.wait_idle()
     assert q.query() is True
     assert q.has_error
     with pytest.raises(ExecutionError):
@@ -76,7 +76,7 @@ def test_other_queues_are_unaffected(runtime):
     dev = runtime.device(0)
     bad, good = dev.new_queue(), dev.new_queue()
     bad.submit(fail())
-    bad._wait_idle()
+    bad.wait_idle()
     ran = []
     good.submit(lambda: ran.append(1))
     good.synchronize()  # does not raise the other queue's error
@@ -97,7 +97,7 @@ def test_runtime_synchronize_reports_every_failed_queue(runtime):
     a = runtime.device(0).new_queue()
     b = runtime.device(3).new_queue()
     a.submit(fail("on zero"))
-    a._wait_idle()
+    a.wait_idle()
     b.submit(fail("on three"))
     with pytest.raises(ExecutionError) as info:
         runtime.synchronize()
@@ -122,7 +122,7 @@ def test_event_synchronize_ignores_errors_after_the_event(runtime):
     q = runtime.device(0).default_queue
     ev = q.record_event()
     q.submit(fail("after the event"))
-    q._wait_idle()
+    q.wait_idle()
     ev.synchronize()
     with pytest.raises(ExecutionError, match="after the event"):
         q.synchronize()

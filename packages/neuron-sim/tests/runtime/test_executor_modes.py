@@ -96,3 +96,50 @@ def test_unregistering_a_built_in_mode_brings_its_executor_back(h):
     program.graph = {"inputs": [], "nodes": [], "outputs": []}
     assert isinstance(resolve("fast", program).make(rt.config.arch), FastExecutor)
     assert resolve("fast", h.copy_program()).mode == "exact"  # no graph form: exact runs it
+
+
+def uninitialized_read_program(h):
+    """y = x + t, where the SBUF tile t is never written."""
+    from neuron_sim import ProgramBuilder
+    from neuron_sim.isa import DmaCopy, TensorTensor
+
+    b = ProgramBuilder("reads_unwritten_sbuf", h.make_runtime().config.arch)
+    x = b.input("x", (128, 64), "float32")
+    y = b.output("y", (128, 64), "float32")
+    a, t = b.sbuf((128, 64), "float32"), b.sbuf((128, 64), "float32")
+    b.emit(DmaCopy(dst=a[:, :], src=x[:, :]))
+    b.emit(TensorTensor(dst=a[:, :], in0=a[:, :], in1=t[:, :], op="add"))
+    b.emit(DmaCopy(dst=y[:, :], src=a[:, :]))
+    return b.build()
+
+
+def test_executor_options_reach_the_executor_and_kept_warnings_come_back_in_the_reports(h, recwarn):
+    rt = h.make_runtime()
+    q = rt.device(0).default_queue
+    program = uninitialized_read_program(h)
+    options = {"uninitialized": "warn", "issue_warnings": False}
+    subs = [q.launch(program, h.copy_buffers(), executor="exact", executor_options=options) for _ in range(2)]
+    plain = q.launch(program, h.copy_buffers(), executor="exact")
+    q.synchronize()
+    for sub in subs:  # each run reports what it read, not only the first
+        (report,) = sub.reports
+        assert len(report.warnings) == 1 and "[memory.uninitialized_read] in1 reads 32768 byte(s) of SBUF" in report.warnings[0]
+        assert sub.executor == "exact"
+    assert plain.reports[0].warnings == ()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    with pytest.raises(ValueError, match="executor 'exact' does not take options"):
+        q.launch(program, h.copy_buffers(), executor="exact", executor_options={"colour": "blue"})
+    with pytest.raises(ValueError, match="uninitialized must be one of"):
+        q.launch(program, h.copy_buffers(), executor="exact", executor_options={"uninitialized": "loudly"})
+    rt.synchronize()
+
+
+def test_an_error_policy_passed_per_launch_fails_the_launch(h):
+    from neuron_sim import ExecutionError, UninitializedReadError
+
+    rt = h.make_runtime()
+    q = rt.device(0).default_queue
+    q.launch(uninitialized_read_program(h), h.copy_buffers(), executor="exact", executor_options={"uninitialized": "error"})
+    with pytest.raises(ExecutionError) as info:
+        q.synchronize()
+    assert isinstance(info.value.original, UninitializedReadError)

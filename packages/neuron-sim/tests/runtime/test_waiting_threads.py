@@ -49,8 +49,9 @@ def test_a_synchronizing_caller_runs_the_rest_of_the_queue_itself(runtime):
 
     def release_first_once_the_caller_drains():
         deadline = time.monotonic() + 5
-        while not queue._callers_draining and time.monotonic() < deadline:
+        while not waiting_threads() and time.monotonic() < deadline:
             time.sleep(0.001)
+        time.sleep(0.05)  # the waiting caller takes over the queue right after it starts to wait
         go.set()
 
     threading.Thread(target=release_first_once_the_caller_drains).start()

@@ -23,8 +23,8 @@ def runtime(sink):
     yield rt
     for d in rt.devices:
         for q in d.queues:
-            q._wait_idle()
-            q._take_failure()
+            q.wait_idle()
+            q.take_failure()
 
 
 @pytest.fixture

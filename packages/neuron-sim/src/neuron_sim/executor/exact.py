@@ -31,11 +31,17 @@ MAX_LOOP_ITERATIONS = 10_000_000  # a while loop whose condition never clears is
 class ExactExecutor:
     """One NeuronCore's on-chip state plus the interpreter loop."""
 
-    def __init__(self, arch: Architecture, uninitialized: str | None = None):
+    def __init__(self, arch: Architecture, uninitialized: str | None = None, issue_warnings: bool = True):
+        """``uninitialized``: what a read of never-written on-chip memory does (None: reads NaN;
+        "warn"; "error": raises). ``issue_warnings=False`` keeps the warnings of each run in its
+        RunReport instead of issuing them on the running thread (a queue's worker, where no
+        caller's warning filters apply)."""
         if uninitialized not in UNINITIALIZED_POLICIES:
             raise ValueError(f"uninitialized must be one of {UNINITIALIZED_POLICIES}, got {uninitialized!r}")
         self.arch = arch
         self.uninitialized = uninitialized
+        self.issue_warnings = issue_warnings
+        self.warnings: list[str] = []  # this run's, when not issued
         track = uninitialized is not None
         self.sbuf = OnChipMemory("SBUF", arch.num_partitions, arch.sbuf_bytes_per_partition, track)
         self.psum = OnChipMemory("PSUM", arch.num_partitions, arch.psum_bytes_per_partition, track)
@@ -98,7 +104,10 @@ class ExactExecutor:
                 if key not in self._warned:
                     self._warned.add(key)
                     where = f" (in {current.opcode} at {location})" if location else (f" (in {current.opcode})" if current else "")
-                    warnings.warn(f"{err}{where}", RuntimeWarning, stacklevel=2)
+                    if self.issue_warnings:
+                        warnings.warn(f"{err}{where}", RuntimeWarning, stacklevel=2)
+                    else:
+                        self.warnings.append(f"{err}{where}")
         return values
 
     def read_f32(self, ap: AccessPattern, role: str = "operand") -> np.ndarray:
@@ -144,13 +153,16 @@ class ExactExecutor:
             self.sbuf.reset()
             self.psum.reset()
         self.trip_counts = {}  # not a previous launch's counts if this one fails
+        self.warnings = []
+        if not self.issue_warnings:
+            self._warned = set()  # kept warnings are per run: each report says what its run read
         with np.errstate(all="ignore"):
             if not any(isinstance(i, LoopStart) for i in program.instructions):
                 for inst in program.instructions:
                     self._step(inst)
             else:
                 self.trip_counts = self._run_with_loops(program.instructions)
-        return RunReport(self.trip_counts)
+        return RunReport(self.trip_counts, tuple(self.warnings))
 
     def _step(self, inst) -> None:
         self._current = inst

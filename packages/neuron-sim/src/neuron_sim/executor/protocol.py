@@ -28,10 +28,12 @@ from ..arch import Architecture
 
 @dataclass(frozen=True)
 class RunReport:
-    """What a run found out that timing needs: for each loop with run-time bounds (by the index
-    of its LoopStart in the program), the trip count of each time the loop was entered."""
+    """What a run found out: for each loop with run-time bounds (by the index of its LoopStart in
+    the program) the trip count of each time the loop was entered - timing needs them - and the
+    warnings the run kept rather than issued (e.g. uninitialized reads, as text)."""
 
     trip_counts: Mapping[int, list[int]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -39,9 +41,10 @@ class Executor(Protocol):
     def run(self, program, buffers: Mapping[str, np.ndarray]) -> RunReport | None: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ExecutorSpec:
-    """A registered executor mode: how to make its executor and what it can run."""
+    """A registered executor mode: how to make its executor and what it can run. Compared by
+    identity: each registration is its own spec."""
 
     mode: str
     factory: Callable[[Architecture], Executor]

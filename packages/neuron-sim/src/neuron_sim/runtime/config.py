@@ -51,6 +51,7 @@ class RuntimeConfig:
     sim_mode: str = DEFAULT_SIM_MODE
     num_chips: int = 1
     hbm_capacity: int | None = None  # overrides the per-core HBM size (tests of out-of-memory paths)
+    lnc_configured: bool = False  # NEURON_LOGICAL_NC_CONFIG was set (not the simulator's default)
 
     @property
     def logical_cores_per_chip(self) -> int:
@@ -92,6 +93,7 @@ class RuntimeConfig:
             launch_blocking=_parse_bool(env, LAUNCH_BLOCKING_ENV),
             sim_mode=_parse_mode(env),
             num_chips=num_chips,
+            lnc_configured=_get(env, LNC_ENV) is not None,
         )
 
 

@@ -1,9 +1,10 @@
-"""A logical NeuronCore: its HBM, its executors, its queues and its simulated clock.
+"""A logical NeuronCore: its HBM, its executors (``core.py``), its timeline (``timeline.py``) and
+its queues.
 
-The core runs one program at a time, in host time (a lock around the executor, whose on-chip
-state is shared) and in simulated time (``_core_free_ns``: a launch starts no earlier than the
-end of the previous launch on this core from any queue, in submission order). Each queue also
-keeps its own clock, so host tasks and copies on one queue overlap launches on another.
+The core runs one launch at a time, in host time (``Core``: a lock around the executors, whose
+on-chip state is shared) and in simulated time (``Timeline``: a launch starts no earlier than the
+end of the previous launch on this core from any queue, in submission order). Each queue has its
+own lane on the timeline, so host tasks and copies on one queue overlap launches on another.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ import itertools
 import threading
 
 from ..arch import Architecture
-from ..executor import registry
 from ..memory import Hbm, HbmAllocation
 from ..trace.sink import TraceSink, global_sink
-from .failure import raise_failures
+from .core import Core
 from .fork import ProcessGuard
-from .queue import Queue
-from .timing_cache import has_runtime_trip_counts
+from .queue import Queue, synchronize_all
+from .timeline import Timeline
 
 
 class Device:
@@ -34,6 +34,8 @@ class Device:
         trace: TraceSink | None = None,
         guard: ProcessGuard | None = None,
         launch_ids: itertools.count | None = None,
+        lnc: int = 1,
+        lnc_configured: bool = True,
     ):
         self.index = index
         self.core_id = index if core_id is None else core_id  # the logical core id (NEURON_RT_VISIBLE_CORES entry)
@@ -41,14 +43,16 @@ class Device:
         self.arch = arch
         self.mode = mode
         self.blocking = blocking
+        self.lnc = lnc  # physical NeuronCores in this logical core
+        # How many programs one launch may run at once, one per physical core. With the LNC left
+        # at the simulator's default (1) an LNC=2 kernel still runs, as NKI allows it then.
+        self.physical_cores_per_launch = lnc if lnc_configured else max(lnc, 2)
         self.trace = trace if trace is not None else global_sink()
         self.guard = guard if guard is not None else ProcessGuard()
         self.hbm = Hbm(hbm_capacity, name=f"HBM of {self.name}")
-        self._ids = launch_ids if launch_ids is not None else itertools.count(1)
-        self._core_lock = threading.Lock()  # one program at a time on the executors
-        self._executors: dict[str, object] = {}
-        self._clock = threading.Lock()  # guards _core_free_ns and the queues' clocks
-        self._core_free_ns = 0.0
+        self.core = Core(arch, self.hbm, mode)
+        self.timeline = Timeline(self.name)
+        self.new_launch_id = (launch_ids if launch_ids is not None else itertools.count(1)).__next__
         self._queues_lock = threading.Lock()
         self._queues: list[Queue] = []
         self.default_queue = self.new_queue("default")
@@ -90,10 +94,7 @@ class Device:
     # --- synchronization -------------------------------------------------------------------
     def synchronize(self) -> None:
         """Wait for every queue of this device, then raise the earliest kept error (naming any others)."""
-        queues = self.queues
-        for q in queues:
-            q._wait_idle()
-        raise_failures([q._take_failure() for q in queues])
+        synchronize_all(self.queues)
 
     def query(self) -> bool:
         return all(q.query() for q in self.queues)
@@ -101,8 +102,7 @@ class Device:
     @property
     def sim_time_ns(self) -> float:
         """Simulated time at which all work submitted to this device so far completes."""
-        with self._clock:
-            return max([self._core_free_ns] + [q._sim_ns for q in self.queues])
+        return self.timeline.end_ns
 
     # --- memory ----------------------------------------------------------------------------
     def allocate(self, nbytes: int, tag: str = "", poison: bool = True) -> HbmAllocation:
@@ -114,30 +114,3 @@ class Device:
 
     def memory_stats(self) -> dict[str, int]:
         return {**self.hbm.stats.as_dict(), "capacity_bytes": self.hbm.capacity, "free_bytes": self.hbm.free_bytes}
-
-    # --- execution (called on a queue's worker, or inline in blocking mode) ----------------
-    def _run_launch(self, task) -> None:
-        program = task.program
-        buffers = dict(task.buffers)
-        scratch = []
-        try:
-            spec = registry.resolve(task.mode or self.mode, program, needs_trip_counts=has_runtime_trip_counts(program))
-            mode = spec.mode
-            # A graph-form executor never reads internal tensors: they only hold the launch's HBM
-            # (as on the device), without the poison fill (a backward graph's took 30 ms a step).
-            poison = not spec.needs_graph
-            for decl in program.tensors:
-                if decl.kind == "internal" and decl.name not in buffers:
-                    block = self.hbm.allocate(decl.nbytes, tag=f"{program.name}/{decl.name} (internal)", poison=poison)
-                    scratch.append(block)
-                    buffers[decl.name] = block.array
-            with self._core_lock:
-                executor = self._executors.get(mode)
-                if executor is None:
-                    executor = self._executors[mode] = spec.make(self.arch)
-                task.executor = mode
-                report = executor.run(program, buffers)
-            return report
-        finally:
-            for block in scratch:
-                self.hbm.free(block)

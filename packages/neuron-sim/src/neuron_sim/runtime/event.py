@@ -1,17 +1,18 @@
 """Events: points on a queue that the host or other queues can wait for, and time between.
 
-``record`` places a marker at the current end of a queue. Its simulated time is known at once
-(timing is data-independent), but the event *completes* only when the queue's worker reaches the
-marker. ``elapsed_time`` returns simulated device time in milliseconds - the number
+``record`` places a marker at the current end of a queue (``Queue.mark``). Its simulated time is
+known at once (timing is data-independent), but the event *completes* only when the queue
+reaches the marker. ``elapsed_time`` returns simulated device time in milliseconds - the number
 ``torch.neuron.Event.elapsed_time`` reports - and, unlike CUDA (which raises if an event has not
 completed), first waits for both events, which also raises any error kept before them.
+
+An event knows queues only through what they hand out: ``queue.mark()`` and
+``queue.synchronize_until(marker)``.
 """
 
 from __future__ import annotations
 
-from ..executor.waiting import waiting_for_device
 from .errors import RuntimeUsageError
-from .failure import raise_failures
 from .task import Marker
 
 
@@ -25,13 +26,11 @@ class Event:
         where = "not recorded" if m is None else f"on {m.queue!r} at {m.sim_ns:.0f} ns, {'done' if m.done.is_set() else 'pending'}"
         return f"<Event {where}>"
 
-    def record(self, queue=None) -> Event:
-        """Record on ``queue`` (default: the default queue of device 0). Re-recording moves the event."""
+    def record(self, queue) -> Event:
+        """Record on ``queue``. Re-recording moves the event."""
         if queue is None:
-            from .runtime import get_runtime
-
-            queue = get_runtime().device(0).default_queue
-        self._marker = queue._record_marker()
+            raise TypeError("Event.record needs the queue to record on (e.g. device.default_queue)")
+        self._marker = queue.mark()
         return self
 
     def wait(self, queue) -> None:
@@ -46,13 +45,13 @@ class Event:
     def synchronize(self) -> None:
         """Wait until the event completes, then raise an error kept by a task before it on its queue."""
         m = self._marker
-        if m is None:
-            return
-        m.queue.device.guard.check()
-        m.queue._run_until(m.seq)
-        with waiting_for_device():
-            m.done.wait()
-        raise_failures([m.queue._take_failure(before_seq=m.seq)])
+        if m is not None:
+            m.queue.synchronize_until(m)
+
+    @property
+    def marker(self) -> Marker | None:
+        """Where the event was last recorded (None if never)."""
+        return self._marker
 
     @property
     def recorded(self) -> bool:

@@ -1,19 +1,21 @@
 """A queue (a stream): tasks on it run one after another, in submission order.
 
 Submitting never waits for the device: ``launch`` checks its arguments, places the task on the
-simulated timeline and queues it. Tasks run on the queue's worker thread, or in the thread that
-synchronizes with them: a synchronizing caller would only wait, so it runs what is pending itself
-(the worker stands aside meanwhile, after the task it is running).
+core's timeline (``timeline.py``) and queues it. Tasks run on the queue's worker thread, or in the
+thread that synchronizes with them: a synchronizing caller would only wait, so it runs what is
+pending itself (the worker stands aside meanwhile, after the task it is running).
 The worker is not woken per task: it picks up submitted work after a short delay
 (``WAKE_DELAY_SECONDS``), in batches. Handing every small task to another thread cost more than
 running it (both threads need the GIL), while batches still let large tasks (numpy kernels that
 release the GIL) overlap with the caller issuing more work. For the same reason a small launch
 (``INLINE_MAX_BYTES`` of buffers, run by the fast executor) submitted to an idle queue runs right
-away in the submitting thread; it still reports errors only at the next synchronization point. A task that raises poisons the queue: the error is
-kept, later work on the queue is skipped (and counted) instead of running on garbage, and the next
-synchronization point raises it as an ``ExecutionError``; after that the queue works again. Event
-markers and waits are never skipped, so synchronizing and cross-queue waits cannot hang on a
-failed queue. In blocking mode every task runs in the caller's thread and raises right away.
+away in the submitting thread; it still reports errors only at the next synchronization point.
+
+A task that raises poisons the queue: the error is kept, later work on the queue is skipped (and
+counted) instead of running on garbage, and the next synchronization point raises it as an
+``ExecutionError``; after that the queue works again. Event markers and waits are never skipped,
+so synchronizing and cross-queue waits cannot hang on a failed queue. In blocking mode every task
+runs in the caller's thread and raises right away.
 
 The worker thread exits after a few idle seconds and is restarted by the next submission, so
 many rarely used queues do not pin many threads.
@@ -21,10 +23,11 @@ many rarely used queues do not pin many threads.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import ValidationError
 from ..executor import registry
@@ -34,6 +37,7 @@ from ..trace.records import LaunchRecord
 from .bindings import as_program, bind_buffers
 from .constants import with_constants
 from .errors import RuntimeUsageError
+from .event import Event
 from .failure import Failure, raise_failures
 from .task import MARKER, WAIT, WORK, Marker, Submission, Task
 from .timing_cache import has_runtime_trip_counts
@@ -46,9 +50,13 @@ _running = threading.local()  # .queue: the queue whose task this thread is runn
 
 
 class Queue:
+    """Made by ``Device.new_queue``; ``device`` is the Device it belongs to."""
+
     def __init__(self, device, name: str):
         self.device = device
         self.name = name
+        self._lane = device.timeline.lane(name)
+        self._new_launch_id = device.new_launch_id
         self._lock = threading.Lock()
         self._has_work = threading.Condition(self._lock)
         self._idle = threading.Condition(self._lock)
@@ -60,62 +68,82 @@ class Queue:
         self._worker_sleeping = False
         self._callers_draining = 0  # threads synchronizing with this queue, running its tasks themselves
         self._seq = 0
-        self._sim_ns = 0.0  # simulated time at which everything submitted so far is done
         self._failure: Failure | None = None
 
     def __repr__(self) -> str:
         return f"<Queue {self.name!r} of {self.device.name}>"
 
     # --- submitting work -------------------------------------------------------------------
-    def launch(self, neff_or_program, buffers: Mapping, name: str | None = None, context: str | None = None,
-               *, executor: str | None = None) -> Submission:
+    def launch(self, neff_or_program, buffers: Mapping, name: str | None = None, context: str | None = None, *,
+               executor: str | None = None, executor_options: Mapping | None = None,
+               not_before_ns: float = 0.0) -> Submission:
         """Run a program (or a Neff's program) on this queue's NeuronCore with ``buffers`` bound
         to its input/output/inout tensors (numpy arrays or HbmAllocations, by tensor name).
         Internal tensors are allocated from the device's HBM for the duration of the launch.
-        ``executor`` ("exact", "fast", or another registered mode) overrides the device's mode
-        (``NEURON_SIM_MODE``) for this launch."""
-        self.device.guard.check()
-        mode = self.device.mode if executor is None else registry.spec(executor).mode
-        program = as_program(neff_or_program)
-        arch = self.device.arch
-        if program.target != arch.name:
-            raise ValidationError(
-                "launch.target", f"program {program.name!r} was built for {program.target!r}, but {self.device.name} is {arch.name!r}"
-            )
-        buffers = with_constants(program, buffers)  # constants stored in the program bind themselves
-        bound = bind_buffers(program, buffers, self.device.hbm, self.device.name)
-        if has_runtime_trip_counts(program):
-            return self._launch_with_runtime_loops(program, bound, name, context, neff_or_program, mode)
-        timing = program_timing(neff_or_program, arch)  # a NEFF's recorded summary, if still valid
-        task = Task(WORK, "neff", name or program.name, context)
-        task.execute = self.device._run_launch
-        task.program = program
-        task.buffers = bound
-        task.timing = timing
-        task.metadata = getattr(neff_or_program, "metadata", None) or program.metadata or {}
-        task.mode = mode
-        small = sum(b.nbytes for b in bound.values()) <= INLINE_MAX_BYTES and registry.resolve(mode, program).mode == "fast"
-        return self._submit(task, timing.total_ns, occupies_core=True, inline_ok=small)
 
-    def _launch_with_runtime_loops(self, program, bound, name, context, source, mode) -> Submission:
+        * ``neff_or_program`` may be a sequence of programs (or Neffs), one per physical core of
+          the logical core (an NKI ``kernel[2]`` on LNC=2): one task whose programs share
+          ``buffers`` (HBM) and run on the physical cores at once, so its device time is the
+          longest program's, not the sum.
+        * ``executor`` ("exact", "fast", or another registered mode) overrides the device's mode
+          (``NEURON_SIM_MODE``) for this launch; ``executor_options`` are passed to that mode's
+          executor factory (e.g. ``{"uninitialized": "error"}`` for exact).
+        * ``not_before_ns``: the launch starts no earlier than this simulated time (all ranks of
+          a collective start at the latest rank's arrival)."""
+        device = self.device
+        device.guard.check()
+        if executor is not None:
+            executor = registry.spec(executor).mode
+        if isinstance(neff_or_program, (list, tuple)):
+            programs, source = _programs(neff_or_program, device), neff_or_program[0]
+            bound = _bind_shared(programs, buffers, device)
+        else:
+            program = as_program(neff_or_program)
+            _check_target(program, device)
+            programs, source = (program,), neff_or_program
+            bound = bind_buffers(program, with_constants(program, buffers), device.hbm, device.name)
+        task = Task(WORK, "neff", name or programs[0].name, context)
+        task.programs = programs
+        task.buffers = bound
+        task.spec = spec = device.core.resolve(executor, programs)
+        if executor_options:
+            if spec.mode != (executor or device.mode):
+                raise ValueError(f"executor_options are for the {executor or device.mode!r} executor, but "
+                                 f"{spec.mode!r} runs {programs[0].name!r} (no graph form, or loops with run-time bounds)")
+            device.core.executor(spec, executor_options)  # bad options raise here, at the launch
+            task.options = executor_options
+        task.metadata = getattr(source, "metadata", None) or programs[0].metadata or {}
+        if len(programs) == 1:
+            if has_runtime_trip_counts(programs[0]):
+                return self._launch_with_runtime_loops(task, not_before_ns)
+            timing = program_timing(neff_or_program, device.arch)  # a NEFF's recorded summary, if still valid
+            task.timings = (timing,)
+            device_ns = timing.total_ns
+            small = spec.mode == "fast" and sum(b.nbytes for b in bound.values()) <= INLINE_MAX_BYTES
+        else:
+            if any(has_runtime_trip_counts(p) for p in programs):
+                return self._launch_with_runtime_loops(task, not_before_ns)
+            task.timings = tuple(program_timing(p, device.arch) for p in neff_or_program)
+            device_ns = max(t.total_ns for t in task.timings)  # the physical cores run at once
+            small = False
+        task.execute = self._run_launch
+        return self._submit(task, device_ns, True, _not_before(not_before_ns) if not_before_ns else 0.0, small)
+
+    def _run_launch(self, task: Task) -> None:
+        task.executor = task.spec.mode
+        task.reports = self.device.core.run(task.programs, task.buffers, task.spec, task.options)
+
+    def _launch_with_runtime_loops(self, task: Task, not_before_ns: float) -> Submission:
         """A program whose loop bounds are read at run time has data-dependent device time, and
         the timeline places every launch when it is submitted: such a launch runs right away
         (after the work already queued), then takes its place on the timeline with the timing of
         the iterations it actually ran."""
+        not_before_ns = _not_before(not_before_ns)
         self.synchronize()
-        task = Task(WORK, "neff", name or program.name, context)
-        task.program = program
-        task.buffers = bound
-        task.mode = mode
-        report = self.device._run_launch(task)
-        timing = estimate(program, self.device.arch, report.trip_counts if report is not None else {})
-        done = Task(WORK, "neff", task.name, context)
-        done.execute = lambda _task: None
-        done.program = program
-        done.buffers = bound
-        done.timing = timing
-        done.metadata = getattr(source, "metadata", None) or program.metadata or {}
-        return self._submit(done, timing.total_ns, occupies_core=True)
+        self._run_launch(task)
+        task.timings = tuple(estimate(p, self.device.arch, r.trip_counts) for p, r in zip(task.programs, task.reports))
+        task.execute = _ran_already
+        return self._submit(task, max(t.total_ns for t in task.timings), True, not_before_ns)
 
     def submit(
         self,
@@ -126,10 +154,12 @@ class Queue:
         kind: str = "host",
         context: str | None = None,
         occupies_core: bool = False,
+        not_before_ns: float = 0.0,
     ) -> Submission:
         """Run ``fn()`` in order on this queue (CPU fallback ops, copies, ...) and advance the
         queue's simulated clock by ``device_time_ns``. ``occupies_core`` makes the task also hold
-        the NeuronCore on the simulated timeline, as a launch does; host work and DMA copies do not."""
+        the NeuronCore on the simulated timeline, as a launch does; host work and DMA copies do
+        not. ``not_before_ns``: the task starts no earlier than this simulated time."""
         self.device.guard.check()
         if not callable(fn):
             raise TypeError(f"submit expects a callable, got {type(fn).__name__}")
@@ -137,21 +167,27 @@ class Queue:
             raise ValueError(f"device_time_ns must be >= 0, got {device_time_ns}")
         task = Task(WORK, kind, name or getattr(fn, "__name__", kind), context)
         task.execute = _call_fn(fn)
-        return self._submit(task, float(device_time_ns), occupies_core)
+        return self._submit(task, float(device_time_ns), occupies_core, _not_before(not_before_ns) if not_before_ns else 0.0)
 
-    def record_event(self, event=None):
+    def record_event(self, event: Event | None = None) -> Event:
         """Record ``event`` (a new timing Event if None) at this point of the queue and return it."""
-        from .event import Event
-
         event = event if event is not None else Event()
         event.record(self)
         return event
 
-    def wait_event(self, event) -> None:
+    def mark(self) -> Marker:
+        """Put a marker at the current end of this queue (what ``Event.record`` keeps): it is done
+        once every task submitted before it finished; its ``sim_ns`` is when they end."""
+        self.device.guard.check()
+        task = Task(MARKER)
+        self._submit(task, 0.0, False)
+        return task.marker
+
+    def wait_event(self, event: Event) -> None:
         """Later tasks on this queue start only after ``event`` completes, in host time and in
         simulated time. Waiting on an event that was never recorded does nothing (as in CUDA)."""
         self.device.guard.check()
-        marker = event._marker
+        marker = event.marker
         if marker is None:
             return
         task = Task(WAIT)
@@ -163,12 +199,6 @@ class Queue:
         if other is not self:
             self.wait_event(other.record_event())
 
-    def _record_marker(self) -> Marker:
-        self.device.guard.check()
-        task = Task(MARKER)
-        self._submit(task, 0.0, False)
-        return task.marker
-
     # --- synchronization -------------------------------------------------------------------
     def query(self) -> bool:
         """True if every task submitted so far has finished. Never raises a kept error."""
@@ -176,10 +206,20 @@ class Queue:
 
     def synchronize(self) -> None:
         """Wait for every task submitted so far, then raise the kept error, if any."""
-        self._wait_idle()
-        raise_failures([self._take_failure()])
+        self.wait_idle()
+        raise_failures([self.take_failure()])
 
-    def _wait_idle(self) -> None:
+    def synchronize_until(self, marker: Marker) -> None:
+        """Wait until ``marker`` (of this queue) is done, then raise an error kept by a task before it."""
+        self.device.guard.check()
+        self._check_not_inside_own_task()
+        with waiting_for_device():
+            self._drain(until_seq=marker.seq, by_caller=True)
+            marker.done.wait()
+        raise_failures([self.take_failure(before=marker)])
+
+    def wait_idle(self) -> None:
+        """Wait for every task submitted so far; a kept error stays kept (``take_failure``)."""
         self.device.guard.check()
         self._check_not_inside_own_task()
         with waiting_for_device():
@@ -188,28 +228,24 @@ class Queue:
                 while self._outstanding:
                     self._idle.wait()
 
-    def _run_until(self, seq: int) -> None:
-        """Run this queue's tasks up to ``seq`` in the calling thread (an event being waited for)."""
-        self._check_not_inside_own_task()
-        with waiting_for_device():
-            self._drain(until_seq=seq, by_caller=True)
+    def take_failure(self, before: Marker | None = None) -> Failure | None:
+        """The kept failure (of a task before ``before``, if given), cleared: the queue works
+        again. For whoever raises the errors of several queues at once (``synchronize_all``)."""
+        with self._lock:
+            failure = self._failure
+            if failure is None or (before is not None and failure.task.seq >= before.seq):
+                return None
+            self._failure = None
+            return failure
 
     def _check_not_inside_own_task(self) -> None:
         if getattr(_running, "queue", None) is self:
             raise RuntimeUsageError(f"synchronizing {self!r} from a task running on it would wait for itself forever")
 
-    def _take_failure(self, before_seq: int | None = None) -> Failure | None:
-        with self._lock:
-            failure = self._failure
-            if failure is None or (before_seq is not None and failure.task.seq >= before_seq):
-                return None
-            self._failure = None
-            return failure
-
     @property
     def sim_time_ns(self) -> float:
         """Simulated time at which everything submitted to this queue so far completes."""
-        return self._sim_ns
+        return self._lane.end_ns
 
     @property
     def submitted(self) -> int:
@@ -230,19 +266,12 @@ class Queue:
             self._inline.acquire()  # schedule and run as one step, so inline order matches the timeline
         try:
             with self._lock:
-                with device._clock:
-                    start = max(self._sim_ns, not_before_ns)
-                    if occupies_core and device._core_free_ns > start:
-                        start = device._core_free_ns
-                    end = start + device_ns
-                    self._sim_ns = end
-                    if occupies_core:
-                        device._core_free_ns = end
+                start, end = device.timeline.reserve(self._lane, device_ns, occupies_core, not_before_ns)
                 task.seq = self._seq
                 self._seq += 1
                 task.start_ns, task.end_ns = start, end
                 if task.role == WORK:
-                    task.launch_id = next(device._ids)
+                    task.launch_id = self._new_launch_id()
                 elif task.role == MARKER:
                     task.marker = Marker(self, task.seq, end)
                 if not blocking and inline_ok and not self._pending and self._run_lock.acquire(blocking=False):
@@ -269,7 +298,7 @@ class Queue:
         finally:
             if blocking:
                 self._inline.release()
-        return Submission(task.launch_id, task.name, start, end)
+        return Submission(task.launch_id, task.name, start, end, task.timings, task if task.role == WORK else None)
 
     def _work(self) -> None:
         while True:
@@ -333,7 +362,7 @@ class Queue:
         failure = self._failure
         if failure is not None:  # poisoned: do not run on the failed task's results
             failure.skipped += 1
-            task.buffers = None
+            task.buffers = task.execute = None
             return
         device = self.device
         host_start = time.perf_counter_ns()
@@ -343,13 +372,14 @@ class Queue:
         except BaseException as err:  # the worker must survive anything a task raises
             error = err
         host_end = time.perf_counter_ns()
-        task.buffers = None  # release the caller's arrays as soon as the task is done
+        task.buffers = task.execute = None  # release the caller's arrays (and callable) as soon as the task is done
         if device.trace.enabled:
             device.trace.publish(
                 LaunchRecord(
                     launch_id=task.launch_id, device=device.index, queue=self.name, name=task.name, kind=task.kind,
                     start_ns=task.start_ns, end_ns=task.end_ns, host_start_ns=host_start, host_end_ns=host_end,
-                    context=task.context, timing=task.timing, program=task.program, metadata=task.metadata,
+                    context=task.context, timing=task.timings[0] if task.timings else None,
+                    program=task.programs[0] if task.programs else None, metadata=task.metadata,
                     executor=task.executor, core_id=device.core_id,
                     error=None if error is None else f"{type(error).__name__}: {error}",
                 )
@@ -361,6 +391,63 @@ class Queue:
             raise failure.to_exception() from error
         with self._lock:
             self._failure = failure
+
+
+def synchronize_all(queues: Sequence[Queue], kept: Sequence[Failure] = ()) -> None:
+    """Wait for every queue, then raise the earliest failure kept by them (or in ``kept``), naming
+    the others; all are cleared."""
+    for queue in queues:
+        queue.wait_idle()
+    raise_failures([queue.take_failure() for queue in queues] + list(kept))
+
+
+def _programs(sequence, device) -> tuple:
+    """A launch's programs, one per physical core, checked against the device."""
+    if not sequence:
+        raise ValidationError("launch.programs", "a launch needs at least one program, got an empty sequence")
+    programs = tuple(as_program(p) for p in sequence)
+    cores = device.physical_cores_per_launch
+    if len(programs) > cores:
+        raise ValidationError(
+            "launch.lnc",
+            f"{len(programs)} programs ({[p.name for p in programs]}) need {len(programs)} physical cores, but "
+            f"{device.name} is a logical core of {cores} (NEURON_LOGICAL_NC_CONFIG={device.lnc})")
+    for program in programs:
+        _check_target(program, device)
+    return programs
+
+
+def _check_target(program, device) -> None:
+    if program.target != device.arch.name:
+        raise ValidationError(
+            "launch.target", f"program {program.name!r} was built for {program.target!r}, but {device.name} is {device.arch.name!r}"
+        )
+
+
+def _bind_shared(programs: tuple, buffers: Mapping, device) -> dict:
+    """One launch's buffers for several programs sharing HBM: each program binds the tensors it
+    declares; a buffer no program declares is refused, as for one program."""
+    if not isinstance(buffers, Mapping):
+        raise TypeError(f"launch buffers must be a mapping of tensor name -> array, got {type(buffers).__name__}")
+    declared = [frozenset(t.name for t in p.tensors) for p in programs]
+    unknown = sorted(set(buffers) - frozenset().union(*declared))
+    if unknown:
+        raise ValidationError("launch.unknown_buffer", f"no program of the launch ({[p.name for p in programs]}) has tensor(s) {unknown}")
+    bound: dict = {}
+    for program, names in zip(programs, declared):
+        own = with_constants(program, {name: buf for name, buf in buffers.items() if name in names})
+        bound.update(bind_buffers(program, own, device.hbm, device.name))
+    return bound
+
+
+def _not_before(value: float) -> float:
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"not_before_ns must be a finite simulated time >= 0 (ns), got {value!r}")
+    return float(value)
+
+
+def _ran_already(task: Task) -> None:
+    """The execute of a launch that ran before it was placed on the timeline (run-time loops)."""
 
 
 def _call_fn(fn):

@@ -14,8 +14,8 @@ import threading
 from ..trace.sink import TraceSink, global_sink
 from .config import RuntimeConfig
 from .device import Device
-from .failure import raise_failures
 from .fork import ProcessGuard
+from .queue import synchronize_all
 
 
 class Runtime:
@@ -29,6 +29,7 @@ class Runtime:
             Device(
                 i, self.config.arch, self.config.hbm_bytes_per_core, core_id=core, mode=self.config.sim_mode,
                 blocking=self.blocking, trace=self.trace, guard=self.guard, launch_ids=ids,
+                lnc=self.config.logical_nc_config, lnc_configured=self.config.lnc_configured,
             )
             for i, core in enumerate(self.config.visible_cores)
         )
@@ -63,10 +64,7 @@ class Runtime:
     def synchronize(self) -> None:
         """Wait for every queue of every device; raise the earliest kept error, naming the others."""
         self.guard.check()
-        queues = [q for d in self.devices for q in d.queues]
-        for q in queues:
-            q._wait_idle()
-        raise_failures([q._take_failure() for q in queues])
+        synchronize_all([q for d in self.devices for q in d.queues])
 
     def query(self) -> bool:
         return all(d.query() for d in self.devices)
@@ -116,8 +114,8 @@ def reset_runtime() -> None:
     if runtime is not None and not runtime.guard.in_child:
         for d in runtime.devices:
             for q in d.queues:
-                q._wait_idle()
-                q._take_failure()
+                q.wait_idle()
+                q.take_failure()
 
 
 def _set(runtime: Runtime) -> Runtime:

@@ -9,7 +9,6 @@ different queues of one core serialize in submission order.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 WORK = "work"
 MARKER = "marker"
@@ -31,7 +30,7 @@ class Marker:
 class Task:
     __slots__ = (
         "role", "seq", "launch_id", "kind", "name", "context", "start_ns", "end_ns", "execute",
-        "marker", "program", "buffers", "timing", "metadata", "mode", "executor",
+        "marker", "programs", "buffers", "timings", "metadata", "spec", "options", "executor", "reports",
     )
 
     def __init__(self, role: str, kind: str = "", name: str = "", context: str | None = None):
@@ -44,26 +43,53 @@ class Task:
         self.start_ns = self.end_ns = 0.0
         self.execute = None  # callable(task) for WORK
         self.marker: Marker | None = None
-        self.program = None
+        self.programs: tuple = ()  # a launch's program, or one per physical core (LNC=2)
         self.buffers: dict | None = None
-        self.timing = None
+        self.timings: tuple = ()  # TimingResult per program
         self.metadata: dict = {}
-        self.mode = ""  # the executor mode asked for
+        self.spec = None  # the ExecutorSpec that runs a launch
+        self.options = None  # options for its executor
         self.executor = ""  # the mode that ran it
+        self.reports: tuple = ()  # RunReport per program, once it ran
 
 
-@dataclass(frozen=True)
 class Submission:
-    """What launch()/submit() return: the task's id and its place on the simulated timeline."""
+    """What launch()/submit() return: the task's id, its place on the simulated timeline, and for
+    a launch the timing of each program (one; one per physical core for an LNC=2 launch)."""
 
-    launch_id: int
-    name: str
-    start_ns: float
-    end_ns: float
+    __slots__ = ("launch_id", "name", "start_ns", "end_ns", "timings", "_task")
+
+    def __init__(self, launch_id: int, name: str, start_ns: float, end_ns: float, timings: tuple = (), task=None):
+        self.launch_id = launch_id
+        self.name = name
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.timings = timings
+        self._task = task
+
+    def __repr__(self) -> str:
+        return f"<Submission #{self.launch_id} {self.name!r} {self.start_ns:.0f}-{self.end_ns:.0f} ns>"
 
     @property
     def device_time_ns(self) -> float:
         return self.end_ns - self.start_ns
+
+    @property
+    def timing(self):
+        """The TimingResult of a one-program launch (None for host tasks and LNC=2 launches)."""
+        return self.timings[0] if len(self.timings) == 1 else None
+
+    @property
+    def executor(self) -> str:
+        """The executor mode that ran the launch ("" for host tasks, and until it ran)."""
+        return self._task.executor if self._task is not None else ""
+
+    @property
+    def reports(self) -> tuple:
+        """Each program's RunReport (trip counts, kept warnings) once the launch ran; () for
+        host tasks, and before it ran or when it did not (failed, skipped). Read it after
+        synchronizing."""
+        return self._task.reports if self._task is not None else ()
 
 
 def describe(task: Task) -> str:
