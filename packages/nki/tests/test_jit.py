@@ -129,15 +129,6 @@ def test_unhashable_compile_time_argument():
         scale(rand((128, 64)), {1, 2})
 
 
-def test_argument_dtype_must_match_the_compiled_kernel():
-    from nki.execution import execute
-
-    x = rand((128, 64), seed=11)
-    compiled = scale.compile((x, 2.0), {})
-    with pytest.raises(NkiError, match="dtype"):
-        execute(compiled, (x.astype(BF16), 2.0), {})
-
-
 def test_nl_outside_a_kernel():
     with pytest.raises(NkiError, match="@nki.jit"):
         nl.ndarray((128, 4), nl.float32)

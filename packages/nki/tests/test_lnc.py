@@ -5,6 +5,8 @@ import nki.isa as nisa
 import nki.language as nl
 import numpy as np
 import pytest
+from neuron_sim import ValidationError
+from neuron_sim.runtime import reset_runtime
 from nki import NkiError
 from nki_helpers import BF16, assert_close, f32, rand
 
@@ -94,12 +96,22 @@ def test_last_timing_of_an_lnc2_launch_is_recorded_on_the_kernel():
     assert len(exp_halves.last_timing) == 2
 
 
-def test_lnc2_needs_a_matching_runtime_config(monkeypatch):
+@pytest.fixture
+def fresh_runtime():
+    """The process runtime reads NEURON_LOGICAL_NC_CONFIG when it is made: remake it around the test."""
+    reset_runtime()
+    yield
+    reset_runtime()
+
+
+def test_lnc2_needs_a_matching_runtime_config(monkeypatch, fresh_runtime):
     monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
-    with pytest.raises(NkiError, match="NEURON_LOGICAL_NC_CONFIG=1"):
+    with pytest.raises(ValidationError, match=r"\[launch.lnc\].*NEURON_LOGICAL_NC_CONFIG=1"):
         exp_halves[2](rand((256, 128), seed=8))
     monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "2")
-    exp_halves[2](rand((256, 128), seed=8))
+    reset_runtime()
+    x = rand((256, 128), seed=8)
+    assert_close(exp_halves[2](x), np.exp(x), np.float32)
 
 
 def test_program_id_axis_outside_the_grid():

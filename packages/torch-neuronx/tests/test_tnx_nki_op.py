@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import nki
 import nki.language as nl
+import numpy as np
 import pytest
 import torch
 import torch_neuronx
@@ -132,3 +133,34 @@ def test_torch_tensors_without_torch_neuronx_name_what_to_import():
         env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
     )
     assert "refused:" in proc.stdout and "import torch_neuronx" in proc.stdout and "torch.Tensor" in proc.stdout
+
+
+@nki.jit
+def exp_halves(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    rows = x.shape[0] // nl.num_programs()
+    i = nl.program_id(0)
+    nl.store(out[i * rows:(i + 1) * rows, :], nl.exp(nl.load(x[i * rows:(i + 1) * rows, :])))
+    return out
+
+
+def test_lnc2_kernel_takes_the_same_device_time_with_numpy_arrays_and_neuron_tensors():
+    x = torch.randn(256, 512)
+    y = exp_halves[2](x.to("neuron"))
+    torch_ns = exp_halves.last_device_time_ns
+    torch.testing.assert_close(y.cpu(), torch.exp(x), rtol=1e-5, atol=1e-6)
+    cores = [t.total_ns for t in exp_halves.last_timing]
+    np.testing.assert_allclose(exp_halves[2](x.numpy()), torch.exp(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert exp_halves.last_device_time_ns == pytest.approx(torch_ns)
+    assert torch_ns == pytest.approx(max(cores))  # two cores at once: the slower one's time, not the sum
+    assert len(cores) == 2 and torch_ns < sum(cores)
+    # Events on the stream measure the same device time. (On neuron:1, where no numpy launch -
+    # they use device 0 - holds the core: a launch waiting for the core would measure the wait too.)
+    with torch.neuron.device(1):
+        xn = x.to("neuron:1")
+        torch.neuron.synchronize()
+        start, end = torch_neuronx.Event(enable_timing=True), torch_neuronx.Event(enable_timing=True)
+        start.record()
+        exp_halves[2](xn)
+        end.record()
+        assert start.elapsed_time(end) * 1e6 == pytest.approx(torch_ns)

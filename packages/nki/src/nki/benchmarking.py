@@ -1,54 +1,112 @@
-"""nki.benchmark: a kernel's device latency, from the simulator's timing model.
+"""nki.benchmark: run a kernel ``warmup + iters`` times and report the device latency.
 
-The timing model is deterministic (it depends on the instruction stream, not on data), so every
-iteration has the same latency and all percentiles are equal; ``warmup`` and ``iters`` are
-accepted for compatibility. Latency = simulated device time of the kernel's NEFF, in microseconds.
+Every iteration is a launch on the runtime device, as a numpy call is (``nki.launch``): the
+arguments are copied to device memory once per call and again before each iteration, so every
+iteration computes from the caller's values and the call returns what one call of the kernel
+would. Latency is the simulated device time of each timed iteration (microseconds); the timing
+model is deterministic, so the percentiles of a kernel with static loops agree.
+``save_neff_name`` writes the kernel's NEFF (``nki.artifacts.save_neffs``), ``save_trace_name``
+a Chrome/Perfetto trace of the timed iterations' launches (``nki.artifacts.write_trace``).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
+import numpy as np
+
+from . import arrays
+from .artifacts import save_neffs, write_trace
+from .errors import NkiError
 from .kernel import Kernel, jit
+from .launch import DeviceCall, check_arguments
 
 
 @dataclass(frozen=True)
 class Latency:
-    """``nc_latency`` of a benchmark result (microseconds of simulated device time)."""
+    """``nc_latency`` of a benchmark result: one sample per timed iteration, in microseconds of
+    simulated device time."""
 
-    microseconds: float
+    samples_us: tuple[float, ...]
 
     def get_latency_percentile(self, percentile: int) -> float:
         if not 0 <= percentile <= 100:
             raise ValueError(f"percentile must be in [0, 100], got {percentile}")
-        return self.microseconds
+        return float(np.percentile(self.samples_us, percentile))
 
 
 @dataclass(frozen=True)
 class BenchmarkResult:
     nc_latency: Latency
-    timing_summary: dict  # Neuron Explorer style summary (engine busy %, MFU, HBM bytes, ...)
+    timing_summary: dict  # Neuron Explorer style summary of the last iteration (engine busy %, MFU, HBM bytes, ...)
+    warmup: int
+    iters: int
+    neff_paths: tuple[str, ...] = ()  # written when save_neff_name was given
+    trace_path: str | None = None  # written when save_trace_name was given
 
 
 class BenchmarkedKernel(Kernel):
+    def __init__(self, func, grid=(1,), cache=None, *, warmup: int = 10, iters: int = 100, save_neff_name=None,
+                 save_trace_name=None, **options):
+        super().__init__(func, grid, cache, **options)
+        for name, value, least in (("warmup", warmup, 0), ("iters", iters, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"nki.benchmark {name} must be an int >= {least}, got {value!r}")
+        self.settings = {"warmup": warmup, "iters": iters, "save_neff_name": save_neff_name,
+                         "save_trace_name": save_trace_name}
+
+    def __getitem__(self, grid) -> BenchmarkedKernel:
+        launch = super().__getitem__(grid)
+        launch.settings = self.settings
+        return launch
+
     def __call__(self, *args, **kwargs):
-        result = super().__call__(*args, **kwargs)
+        if arrays.launcher(args, kwargs) is not None:
+            raise NkiError("nki.benchmark runs kernels on numpy arrays (as in the Neuron SDK); pass numpy arrays")
+        check_arguments(args, kwargs)
+        warmup, iters = self.settings["warmup"], self.settings["iters"]
         compiled = self.compile(args, kwargs)
-        timings = self.last_timing  # this call's timing (loops with run-time bounds vary per call)
-        summaries = [t.summary for t in timings]
-        summary = summaries[0] if len(summaries) == 1 else {"cores": summaries}
-        latency_ns = compiled.latency_ns(timings)
-        self.record(benchmark_result=BenchmarkResult(Latency(latency_ns / 1e3), summary))
+        records = []
+        with DeviceCall(self, compiled, args, kwargs) as call:
+            trace = call.queue.device.trace
+            handle = trace.subscribe(records.append) if self.settings["save_trace_name"] else None
+            try:
+                for _ in range(warmup):
+                    call.launch()
+                timed = [call.launch() for _ in range(iters)]
+            finally:
+                if handle is not None:
+                    trace.unsubscribe(handle)
+            result = call.results()
+        last = timed[-1].timings
+        neffs = ()
+        if self.settings["save_neff_name"]:
+            neffs = tuple(save_neffs(compiled, self.settings["save_neff_name"], last, self.__name__))
+        trace_path = None
+        if self.settings["save_trace_name"]:
+            by_id = {s.launch_id: s for s in timed}
+            trace_path = os.fspath(self.settings["save_trace_name"])
+            write_trace(trace_path, [r for r in records if r.launch_id in by_id], lambda r: by_id[r.launch_id].timings,
+                        self.__name__, compiled.arch.name)
+        summaries = [t.summary for t in last]
+        self.record(benchmark_result=BenchmarkResult(
+            Latency(tuple(s.device_time_ns / 1e3 for s in timed)),
+            summaries[0] if len(summaries) == 1 else {"cores": summaries},
+            warmup, iters, neffs, trace_path,
+        ))
         return result
 
 
 def benchmark(kernel=None, warmup: int = 10, iters: int = 100, save_neff_name=None, save_trace_name=None,
               additional_compile_opt=None):
-    """Decorator (or call) that records ``kernel.benchmark_result`` on every call."""
+    """Decorator (or call) that benchmarks ``kernel`` on every call and records
+    ``kernel.benchmark_result``. ``additional_compile_opt`` (neuronx-cc flags) has no effect here:
+    kernels are traced, not compiled by neuronx-cc."""
 
     def wrap(fn):
         base = fn if isinstance(fn, Kernel) else jit(fn)
-        out = BenchmarkedKernel(base.func, base.grid, base._cache, **base.options)
-        return out
+        return BenchmarkedKernel(base.func, base.grid, base._cache, warmup=warmup, iters=iters,
+                                 save_neff_name=save_neff_name, save_trace_name=save_trace_name, **base.options)
 
     return wrap if kernel is None else wrap(kernel)

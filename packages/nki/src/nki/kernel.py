@@ -11,55 +11,60 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from neuron_sim import Architecture, Program, dtypes, get_architecture
+from neuron_sim.isa import LoopStart
 from neuron_sim.program import TensorDecl
-from neuron_sim.timing import estimate
+from neuron_sim.timing import program_timing
 
 from . import arrays, tracing
 from .errors import NkiError, NkiValidationError
-from .execution import run
+from .launch import run
 from .storage import Storage, hbm_storage
 from .tensor import NkiTensor
-
-LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 
 
 @dataclass
 class CompiledKernel:
     """The traced form of one call signature."""
 
-    programs: list[Program]  # one per physical core (LNC); legacy grids are one program
+    programs: list[Program]  # one per physical core (two for LNC=2); legacy grids are one program
     params: dict[int, str]  # positional index of an array argument -> HBM tensor name
     kw_params: dict[str, str]  # keyword argument -> HBM tensor name
     returned: object  # the return structure with tensor names in place of tensors
     arch: Architecture
-    parallel: bool  # programs run on separate cores at the same time (LNC=2)
-    _timing: list = field(default_factory=list)
 
     @property
     def tensors(self) -> dict[str, TensorDecl]:
         return {t.name: t for p in self.programs for t in p.tensors}
 
-    def timing(self, trip_counts: list[dict] | None = None):
-        """Timing results per program. Static programs are timed once (timing is data-independent);
-        programs with run-time loop bounds are timed from the trip counts of a run."""
-        if any(trip_counts or ()):
-            return [estimate(p, self.arch, counts) for p, counts in zip(self.programs, trip_counts)]
-        if not self._timing:
-            self._timing = [estimate(p, self.arch) for p in self.programs]
-        return self._timing
+    @property
+    def parallel(self) -> bool:
+        """The programs run on separate physical cores at the same time (LNC=2)."""
+        return len(self.programs) > 1
+
+    @property
+    def returned_names(self) -> list[str]:
+        """The HBM tensors the kernel returns, in return order."""
+        return _flatten(self.returned)
+
+    def structure(self, values: dict):
+        """The kernel's return value with ``values[name]`` in place of each returned tensor."""
+        return _rebuild(self.returned, values)
+
+    def timing(self):
+        """Each program's timing (the same objects every launch of it uses). A kernel whose loops
+        are bounded at run time has no timing before it runs: read ``kernel.last_timing``."""
+        if any(isinstance(i, LoopStart) and i.static_trip_count() is None for p in self.programs for i in p.instructions):
+            raise NkiError("this kernel's device time depends on loop bounds read at run time: call it and read "
+                           "kernel.last_timing / kernel.last_device_time_ns")
+        return [program_timing(p, self.arch) for p in self.programs]
 
     @property
     def device_time_ns(self) -> float:
-        return self.latency_ns(self.timing())
-
-    def latency_ns(self, timings) -> float:
-        """Kernel latency: the cores of an LNC=2 launch run in parallel, grid instances in series."""
-        times = [t.total_ns for t in timings]
-        return max(times) if self.parallel else sum(times)
+        """Device time of one launch: the cores of an LNC=2 launch run at once."""
+        return max(t.total_ns for t in self.timing())
 
 
 def _grid(key) -> tuple[int, ...]:
@@ -92,7 +97,8 @@ class Kernel:
         self.options = options
         self._cache: dict = {} if cache is None else cache
         self.benchmark_result = None
-        self.last_timing = None  # TimingResult list of the latest call
+        self.last_timing = None  # TimingResult list of the latest call (one per physical core)
+        self.last_device_time_ns = None  # device time of the latest call's launch
         self._origin: Kernel | None = None  # the kernel ``self`` was made from by ``kernel[grid]``
 
     def __getitem__(self, grid) -> Kernel:
@@ -130,10 +136,6 @@ class Kernel:
 
     def compile(self, args, kwargs, arch: Architecture | None = None) -> CompiledKernel:
         arch = arch or get_architecture()
-        if self.grid == (2,):  # checked at every launch: the runtime config is not part of the cache key
-            configured = os.environ.get(LNC_ENV)
-            if configured not in (None, "", "2"):
-                raise NkiError(f"kernel[2] launches on 2 physical cores (LNC=2) but {LNC_ENV}={configured}; set it to 2")
         key = self.signature(args, kwargs, arch)
         compiled = self._cache.get(key)
         if compiled is None:
@@ -170,7 +172,7 @@ class Kernel:
             if len(builders) > 1:
                 ctx.name = f"{self.__name__}_core{ctx.program_id[0]}"
             programs.append(ctx.build())
-        return CompiledKernel(programs, params, kw_params, instances[0][1], arch, parallel=lnc and len(programs) > 1)
+        return CompiledKernel(programs, params, kw_params, instances[0][1], arch)
 
 
 def _bind_arguments(ctx, names, args, kwargs):
@@ -226,6 +228,14 @@ def _flatten(returned) -> list[str]:
     if isinstance(returned, str):
         return [returned]
     return [n for r in returned for n in _flatten(r)]
+
+
+def _rebuild(returned, values: dict):
+    if returned is None:
+        return None
+    if isinstance(returned, str):
+        return values[returned]
+    return type(returned)(_rebuild(r, values) for r in returned)
 
 
 def _finish_tensor_table(ctx, params, kw_params, returned, kernel_name: str, func) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from neuron_sim.neff import Neff
+import os
 
+from .benchmarking import benchmark
 from .kernel import Kernel, jit
 
 
@@ -21,18 +22,12 @@ def simulate_kernel(kernel, *args, **kwargs):
 
 
 def baremetal(kernel=None, save_neff_name=None, save_trace_name=None, additional_compile_opt=None, artifacts_dir=None):
-    """Legacy ``nki.baremetal``: run with numpy arrays; ``save_neff_name`` writes the kernel's NEFF."""
+    """Legacy ``nki.baremetal``: one launch with numpy arrays; ``save_neff_name`` and
+    ``save_trace_name`` write its NEFF and a trace of the launch (relative names inside
+    ``artifacts_dir`` when given)."""
 
-    def wrap(fn):
-        k = fn if isinstance(fn, Kernel) else jit(fn)
+    def place(name):
+        return os.path.join(artifacts_dir, name) if name and artifacts_dir else name
 
-        def run(*args, **kwargs):
-            result = simulate(k)(*args, **kwargs)
-            if save_neff_name:
-                compiled = k.compile(args, kwargs)
-                Neff(compiled.programs[0], k.last_timing[0].summary).save(save_neff_name)  # this run's timing
-            return result
-
-        return run
-
-    return wrap if kernel is None else wrap(kernel)
+    return benchmark(kernel, warmup=0, iters=1, save_neff_name=place(save_neff_name), save_trace_name=place(save_trace_name),
+                     additional_compile_opt=additional_compile_opt)

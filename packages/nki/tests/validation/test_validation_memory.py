@@ -7,7 +7,7 @@ import nki.isa as nisa
 import nki.language as nl
 import numpy as np
 import pytest
-from neuron_sim.errors import UninitializedReadError
+from neuron_sim.errors import ExecutionError, UninitializedReadError
 from nki import NkiError, NkiValidationError
 from nki_helpers import check_error, line_of
 
@@ -140,9 +140,10 @@ def test_uninitialized_read_warns_by_default(monkeypatch):
 
 def test_uninitialized_read_error(monkeypatch):
     monkeypatch.setenv("NKI_UNINITIALIZED_READ", "error")
-    with pytest.raises(UninitializedReadError) as info:
+    with pytest.raises(ExecutionError) as info:  # the runtime's report of the failed launch
         reads_unwritten_psum(X)
-    check_error(info.value, "memory.uninitialized_read", "PSUM", "never written", marker="uninit-psum")
+    assert isinstance(info.value.original, UninitializedReadError) and info.value.launch_name == "reads_unwritten_psum"
+    check_error(info.value.original, "memory.uninitialized_read", "PSUM", "never written", marker="uninit-psum")
 
 
 def test_uninitialized_read_off(monkeypatch):

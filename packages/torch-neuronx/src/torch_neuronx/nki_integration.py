@@ -90,7 +90,8 @@ def call_kernel(kernel, args, kwargs):
 
     t_args = [operand(a) for a in args]
     t_kwargs = {k: operand(v) for k, v in kwargs.items()}
-    compiled = kernel.compile(t_args, t_kwargs)
+    queue = _state.current_queue(device.index)
+    compiled = kernel.compile(t_args, t_kwargs, arch=queue.device.arch)  # the device's generation
     buffers = {}
     for i, name in compiled.params.items():
         buffers[name] = device_array(t_args[i])
@@ -98,40 +99,20 @@ def call_kernel(kernel, args, kwargs):
         buffers[name] = device_array(t_kwargs[key])
     outputs = {}
     decls = compiled.tensors
-    for name in _flatten(compiled.returned):
+    for name in compiled.returned_names:
         decl = decls[name]
-        out = torch.empty(decl.shape, dtype=torch_dtype(np.dtype(_np_name(decl.dtype))), device=device)
+        out = torch.empty(decl.shape, dtype=torch_dtype(dtypes.to_numpy(decl.dtype)), device=device)
         outputs[name] = out
         buffers[name] = device_array(out)
-    queue = _state.current_queue(device.index)
     shapes = ", ".join(f"{list(a.shape)}" for a in t_args if isinstance(a, torch.Tensor))
-    for program in compiled.programs:
-        queue.launch(program, {n: buffers[n] for n in (t.name for t in program.tensors) if n in buffers},
-                     name=kernel.__name__, context=f"NKI kernel {kernel.__name__}({shapes}) on {device}")
+    programs = compiled.programs  # an LNC=2 kernel: one launch of both cores' programs, timed as both at once
+    submission = queue.launch(programs if len(programs) > 1 else programs[0], buffers, name=kernel.__name__,
+                              context=f"NKI kernel {kernel.__name__}({shapes}) on {device}", executor="exact")
+    kernel.record(last_timing=list(submission.timings), last_device_time_ns=submission.device_time_ns)
     tracking.record(f"nki::{kernel.__name__}", fallback=False)
     for original, dense in write_back:
         original.copy_(dense)
-    return _structure(compiled.returned, outputs)
-
-
-def _np_name(dtype: str) -> np.dtype:
-    return dtypes.to_numpy(dtype)
-
-
-def _flatten(returned) -> list[str]:
-    if returned is None:
-        return []
-    if isinstance(returned, str):
-        return [returned]
-    return [n for r in returned for n in _flatten(r)]
-
-
-def _structure(returned, outputs):
-    if returned is None:
-        return None
-    if isinstance(returned, str):
-        return outputs[returned]
-    return type(returned)(_structure(r, outputs) for r in returned)
+    return compiled.structure(outputs)
 
 
 def _host_call(kernel, args, kwargs):
@@ -160,9 +141,9 @@ def _fake_call(kernel, args, kwargs):
     compiled = kernel.compile(args, kwargs)
     device = next(a.device for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor))
     decls = compiled.tensors
-    outputs = {name: torch.empty(decls[name].shape, dtype=torch_dtype(_np_name(decls[name].dtype)), device=device)
-               for name in _flatten(compiled.returned)}
-    return _structure(compiled.returned, outputs)
+    outputs = {name: torch.empty(decls[name].shape, dtype=torch_dtype(dtypes.to_numpy(decls[name].dtype)), device=device)
+               for name in compiled.returned_names}
+    return compiled.structure(outputs)
 
 
 nki.register_array_type(nki.ArrayType("torch", lambda x: isinstance(x, torch.Tensor), describe, call_kernel))
