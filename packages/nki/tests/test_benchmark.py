@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from neuron_sim.neff import Neff
 from neuron_sim.runtime import get_runtime
-from neuron_sim.trace import global_sink
 from nki_helpers import rand
 
 PERCENTILES = (0, 1, 10, 25, 50, 90, 99, 100)
@@ -126,14 +125,6 @@ def test_lnc2_benchmark_reports_the_slower_core():
     cores = result.timing_summary["cores"]
     assert len(cores) == 2
     assert result.nc_latency.get_latency_percentile(50) == pytest.approx(max(c["total_time_ns"] for c in cores) / 1e3)
-
-
-@pytest.fixture
-def records():
-    seen = []
-    handle = global_sink().subscribe(seen.append)
-    yield seen
-    global_sink().unsubscribe(handle)
 
 
 def test_warmup_and_timed_iterations_are_launches(records):

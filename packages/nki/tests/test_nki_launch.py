@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from neuron_sim.errors import AccessPatternError, ExecutionError, OutOfMemoryError
 from neuron_sim.runtime import get_runtime
-from neuron_sim.trace import global_sink
 from nki_helpers import line_of, rand
 
 HERE = __file__
@@ -21,14 +20,6 @@ def exp_kernel(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, nl.exp(nl.load(x)))
     return out
-
-
-@pytest.fixture
-def records():
-    seen = []
-    handle = global_sink().subscribe(seen.append)
-    yield seen
-    global_sink().unsubscribe(handle)
 
 
 def _allocated() -> int:
