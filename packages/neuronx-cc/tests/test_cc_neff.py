@@ -81,3 +81,15 @@ def test_the_compilers_timing_is_the_launches(monkeypatch):
     assert calls == [neff.program]
     assert records[0].timing is records[1].timing is program_timing(neff, rt.config.arch)
     assert records[0].duration_ns == neff.timing_summary["total_time_ns"]
+
+
+def test_the_program_keeps_the_callers_graph_unchanged_as_its_fast_form():
+    # Serialized once (when a NEFF is written), never re-parsed in this process.
+    from neuron_sim.graph import graph_of
+
+    g = graph()
+    before = g.to_dict()
+    neff = compile_neff(g, "trn2")
+    assert neff.program.graph is g and graph_of(neff.program) is g
+    assert g.to_dict() == before
+    assert Neff.from_bytes(neff.to_bytes()).program.graph == before

@@ -71,7 +71,9 @@ class Program:
     instructions: list[Instruction]
     target: str = "trn2"
     # A graph-level form of the same computation for the fast executor (whole-tensor ops); optional.
-    graph: dict | None = None
+    # A ``neuron_sim.graph.Graph`` as a compiler made it (serialized only when a NEFF is written),
+    # or its dict form as read from a NEFF (parsed once, by ``graph_of``).
+    graph: object = None
     metadata: dict = field(default_factory=dict)
 
     def tensor(self, name: str) -> TensorDecl:
@@ -130,7 +132,7 @@ class Program:
             "target": self.target,
             "tensors": [t.to_dict() for t in self.tensors],
             "instructions": [i.to_dict() for i in self.instructions],
-            "graph": self.graph,
+            "graph": self.graph.to_dict() if hasattr(self.graph, "to_dict") else self.graph,
             "metadata": self.metadata,
         }
 

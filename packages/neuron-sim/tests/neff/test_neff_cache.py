@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from neuron_sim.neff import CacheStats, Neff, NeffCache, cache_key
+from neuron_sim.neff import CacheKey, CacheStats, Neff, NeffCache, cache_key
 from neuron_sim.programs import tiled_matmul
 
 KEY = cache_key("matmul", [256, 256, 512], "bfloat16")
@@ -39,7 +39,7 @@ def test_disk_hit_from_another_instance(tmp_path, neff):
 def test_sharded_layout(tmp_path, neff):
     cache = NeffCache(tmp_path)
     cache.put(KEY, neff)
-    path = tmp_path / KEY[:2] / KEY[2:4] / f"{KEY}.neff"
+    path = tmp_path / KEY.hex[:2] / KEY.hex[2:4] / f"{KEY.hex}.neff"
     assert cache.path_for(KEY) == path
     assert Neff.load(path).metadata == neff.metadata
 
@@ -92,7 +92,7 @@ def test_clear_removes_entries_but_not_foreign_files(tmp_path, neff):
     (tmp_path / "notes.txt").write_text("mine")
     cache = NeffCache(tmp_path)
     cache.put(KEY, neff)
-    stale = cache.path_for(KEY).parent / f".{KEY}.neff.123.abcdef.tmp"
+    stale = cache.path_for(KEY).parent / f".{KEY.hex}.neff.123.abcdef.tmp"
     stale.write_bytes(b"partial")
     cache.clear()
     assert cache.get(KEY) is None
@@ -106,20 +106,26 @@ def test_clear_on_a_missing_directory(tmp_path):
 @pytest.mark.parametrize("bad", ["", "abc", "../../etc/passwd", "ABCDEF0123", "g" * 64, 123])
 def test_keys_must_be_hex(tmp_path, neff, bad):
     with pytest.raises(ValueError, match="lowercase hex"):
-        NeffCache(tmp_path).put(bad, neff)
+        NeffCache(tmp_path).put(CacheKey(bad, "[]"), neff)
+
+
+def test_keys_are_cache_keys_not_strings(tmp_path, neff):
+    # A bare file name says nothing about the request: the cache could not check what it loads.
+    with pytest.raises(TypeError, match="CacheKey objects made by cache_key"):
+        NeffCache(tmp_path).get(KEY.hex)
 
 
 def test_cache_key_is_stable_and_order_insensitive_for_dicts():
     a = cache_key("op", {"b": 1, "a": [1, 2]}, b"source")
     b = cache_key("op", {"a": [1, 2], "b": 1}, b"source")
-    assert a == b and len(a) == 64 and int(a, 16) >= 0
+    assert a == b and len(a.hex) == 64 and int(a.hex, 16) >= 0 and str(a) == a.hex
     assert a != cache_key("op", {"a": [1, 2], "b": 2}, b"source")
     assert a != cache_key("op", {"a": [1, 2], "b": 1}, b"other source")
     assert cache_key(np.int64(3)) == cache_key(3)
     # Pinned across runs and machines: a change here silently invalidates every user's cache,
     # so it must be deliberate.
     pinned = "489790529898474c921ed6bdda5f69c89818b29a9c1678f2dcdc7ed36f7d6ecc"
-    assert cache_key("x", {"b": [1, 2.5, None], "a": True}) == pinned
+    assert cache_key("x", {"b": [1, 2.5, None], "a": True}).hex == pinned
 
 
 def test_cache_key_refuses_unstable_parts():

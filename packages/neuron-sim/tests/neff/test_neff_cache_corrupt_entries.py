@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import warnings
 
@@ -57,18 +58,24 @@ def test_a_replacement_written_meanwhile_is_not_deleted(tmp_path, neff, monkeypa
     """If another process replaces the bad file between our read and our delete, keep its file."""
     from neuron_sim.neff import cache as cache_module
 
-    path = _store(tmp_path, neff).path_for(KEY)
-    path.write_bytes(b"garbage")
-    real_from_bytes = Neff.from_bytes
+    cache = _store(tmp_path, neff)
+    path = cache.path_for(KEY)
+    good = path.read_bytes()
+    damaged = bytearray(good)
+    damaged[-1] ^= 0xFF  # a bad checksum, found after the file was read
+    path.write_bytes(bytes(damaged))
+    real_unpack = cache_module.unpack
 
-    def from_bytes_then_replace(data, source="<bytes>"):
+    def unpack_then_replace(data, source):
         try:
-            return real_from_bytes(data, source)
+            return real_unpack(data, source)
         finally:
-            neff.save(path)  # the "other process" writes a good entry
+            replacement = path.with_name("replacement")
+            replacement.write_bytes(good)
+            os.replace(replacement, path)  # the "other process" writes a good entry
 
-    monkeypatch.setattr(cache_module.Neff, "from_bytes", staticmethod(from_bytes_then_replace))
+    monkeypatch.setattr(cache_module, "unpack", unpack_then_replace)
     with pytest.warns(NeffCacheWarning):
         assert NeffCache(tmp_path).get(KEY) is None
     monkeypatch.undo()
-    assert Neff.load(path).metadata == neff.metadata
+    assert path.read_bytes() == good

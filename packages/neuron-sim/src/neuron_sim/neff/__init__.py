@@ -6,9 +6,10 @@ on-disk NEFF cache.
     cache = NeffCache(directory); cache.get_or_build(cache_key(source, shapes), compile_fn)
 """
 
-from .cache import CacheStats, NeffCache, NeffCacheWarning, cache_key
+from .cache import DEFAULT_MAX_ENTRY_BYTES, CacheKey, CacheStats, NeffCache, NeffCacheWarning, cache_key
 from .container import NEFF_MAGIC, NEFF_VERSION
 from .format import Neff
 from .inspection import inspect
 
-__all__ = ["NEFF_MAGIC", "NEFF_VERSION", "CacheStats", "Neff", "NeffCache", "NeffCacheWarning", "cache_key", "inspect"]
+__all__ = ["NEFF_MAGIC", "NEFF_VERSION", "DEFAULT_MAX_ENTRY_BYTES", "CacheKey", "CacheStats", "Neff", "NeffCache",
+           "NeffCacheWarning", "cache_key", "inspect"]

@@ -98,18 +98,20 @@ def check_preamble(head: bytes, source: str) -> int:
     return header_length
 
 
-def unpack(data: bytes, source: str) -> tuple[dict, dict[str, bytes]]:
-    """Verify ``data`` and return its header and raw (still compressed) section payloads."""
-    header_length = check_preamble(data[:PREAMBLE_SIZE], source)
-    if len(data) < PREAMBLE_SIZE + header_length + CHECKSUM_SIZE:
+def unpack(data: bytes | bytearray | memoryview, source: str) -> tuple[dict, dict[str, memoryview]]:
+    """Verify ``data`` and return its header and raw (still compressed) section payloads, as
+    views into ``data`` (no copies: an entry may be large)."""
+    view = memoryview(data).cast("B")
+    header_length = check_preamble(bytes(view[:PREAMBLE_SIZE]), source)
+    if len(view) < PREAMBLE_SIZE + header_length + CHECKSUM_SIZE:
         raise NeffFormatError(
-            f"{source}: truncated NEFF: {len(data)} bytes, but its header alone declares "
+            f"{source}: truncated NEFF: {len(view)} bytes, but its header alone declares "
             f"{PREAMBLE_SIZE + header_length + CHECKSUM_SIZE}"
         )
-    if hashlib.sha256(data[:-CHECKSUM_SIZE]).digest() != data[-CHECKSUM_SIZE:]:
-        raise NeffFormatError(f"{source}: {_diagnose_bad_checksum(data, header_length)}")
-    header = _parse_header(data[PREAMBLE_SIZE : PREAMBLE_SIZE + header_length], source)
-    payload_area = data[PREAMBLE_SIZE + header_length : -CHECKSUM_SIZE]
+    if hashlib.sha256(view[:-CHECKSUM_SIZE]).digest() != bytes(view[-CHECKSUM_SIZE:]):
+        raise NeffFormatError(f"{source}: {_diagnose_bad_checksum(view, header_length)}")
+    header = _parse_header(bytes(view[PREAMBLE_SIZE : PREAMBLE_SIZE + header_length]), source)
+    payload_area = view[PREAMBLE_SIZE + header_length : -CHECKSUM_SIZE]
     sections = {}
     for entry in header["sections"]:
         start, end = entry["offset"], entry["offset"] + entry["length"]
@@ -119,7 +121,19 @@ def unpack(data: bytes, source: str) -> tuple[dict, dict[str, bytes]]:
     return header, sections
 
 
-def decode_section(header: dict, sections: dict[str, bytes], name: str, source: str) -> Any:
+def header_of(data: bytes, source: str = "<bytes>") -> dict:
+    """The header of NEFF bytes, without verifying the rest (for bytes this process just packed)."""
+    header_length = check_preamble(data[:PREAMBLE_SIZE], source)
+    return _parse_header(bytes(memoryview(data)[PREAMBLE_SIZE : PREAMBLE_SIZE + header_length]), source)
+
+
+def decoded_size(header: dict) -> int:
+    """The bytes the header says its sections decompress to: what decoding the NEFF will hold in
+    memory (before parsing), checkable before anything is decompressed."""
+    return sum(entry["raw_length"] for entry in header["sections"])
+
+
+def decode_section(header: dict, sections: dict[str, memoryview], name: str, source: str) -> Any:
     """Decompress and parse section ``name``. Decompression is bounded by the declared size so a
     crafted file cannot exhaust memory."""
     entry = next((e for e in header["sections"] if e["name"] == name), None)
@@ -179,10 +193,10 @@ def _is_size(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _MAX_SIZE
 
 
-def _diagnose_bad_checksum(data: bytes, header_length: int) -> str:
+def _diagnose_bad_checksum(data: memoryview, header_length: int) -> str:
     """Tell truncation and trailing junk apart from corruption, using the (untrusted) header."""
     try:
-        header = json.loads(data[PREAMBLE_SIZE : PREAMBLE_SIZE + header_length].decode("utf-8"))
+        header = json.loads(bytes(data[PREAMBLE_SIZE : PREAMBLE_SIZE + header_length]).decode("utf-8"))
         payload = max((e["offset"] + e["length"] for e in header["sections"]), default=0)
         expected = PREAMBLE_SIZE + header_length + int(payload) + CHECKSUM_SIZE
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):

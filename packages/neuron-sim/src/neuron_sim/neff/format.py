@@ -9,7 +9,8 @@ Sections (each zlib-compressed JSON, see ``container`` for the byte layout):
 * ``metadata``       - what the NEFF was built from (compiler options, source hash, ...).
 
 The header repeats the tensor table so tools can show a NEFF's interface without decoding its
-program. Loading checks format, version and checksum, and turns every fault into a
+program, and holds ``compiled_for``, the request a NEFF cache stored it for (``NeffCache`` checks
+it before decompressing anything). Loading checks format, version and checksum, and turns every fault into a
 ``NeffFormatError`` naming the file: a bad NEFF must never surface as a KeyError deep in a launch.
 """
 
@@ -36,7 +37,7 @@ from .container import (
     unpack,
 )
 
-__all__ = ["NEFF_MAGIC", "NEFF_VERSION", "Neff", "decode_neff", "read_neff_file"]
+__all__ = ["NEFF_MAGIC", "NEFF_VERSION", "Neff", "decode_neff", "decode_sections", "read_neff_file"]
 
 
 @dataclass
@@ -46,6 +47,9 @@ class Neff:
     program: Program
     timing_summary: dict | None = None
     metadata: dict = field(default_factory=dict)
+    # The request this NEFF was compiled for, as a NeffCache records it (the canonical JSON text
+    # of its cache key's parts); None for a NEFF that never went through a cache.
+    compiled_for: str | None = None
 
     # --- writing ---------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -59,7 +63,7 @@ class Neff:
         if self.timing_summary is not None:
             sections["timing_summary"] = encode_section(self.timing_summary, "timing_summary")
         sections["metadata"] = encode_section(self.metadata, "metadata")
-        return pack(_header(self.program), sections)
+        return pack(_header(self.program, self.compiled_for), sections)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write atomically: a crash or concurrent writer never leaves a half-written NEFF."""
@@ -80,7 +84,15 @@ class Neff:
 
 def decode_neff(data: bytes | bytearray | memoryview, source: str = "<bytes>") -> tuple[dict, Neff]:
     """The verified header and the decoded NEFF, for callers that want both (``inspect``)."""
-    header, sections = unpack(bytes(data), source)
+    header, sections = unpack(data, source)
+    return header, decode_sections(header, sections, source)
+
+
+def decode_sections(header: dict, sections: dict, source: str) -> Neff:
+    """The NEFF of a verified header and its section payloads (``container.unpack``)."""
+    compiled_for = header.get("compiled_for")
+    if compiled_for is not None and not isinstance(compiled_for, str):
+        raise NeffFormatError(f"{source}: the header's compiled_for must be a string, got {type(compiled_for).__name__}")
     program_dict = decode_section(header, sections, "program", source)
     _require_type(program_dict, dict, "program", source)
     graph = _optional_section(header, sections, "graph", dict, source)
@@ -88,7 +100,7 @@ def decode_neff(data: bytes | bytearray | memoryview, source: str = "<bytes>") -
     metadata = _optional_section(header, sections, "metadata", dict, source) or {}
     program = _program_from_dict({**program_dict, "graph": graph}, source)
     _check_tensor_table(header, program, source)
-    return header, Neff(program=program, timing_summary=timing, metadata=metadata)
+    return Neff(program=program, timing_summary=timing, metadata=metadata, compiled_for=compiled_for)
 
 
 def read_neff_file(path: str | os.PathLike) -> bytes:
@@ -100,8 +112,8 @@ def read_neff_file(path: str | os.PathLike) -> bytes:
         return head + f.read()
 
 
-def _header(program: Program) -> dict:
-    return {
+def _header(program: Program, compiled_for: str | None) -> dict:
+    header = {
         "format": FORMAT_NAME,
         "version": NEFF_VERSION,
         "producer": f"neuron-sim {_package_version()}",
@@ -110,6 +122,9 @@ def _header(program: Program) -> dict:
         "created_by": _environment(),
         "tensors": [t.to_dict() for t in program.tensors],
     }
+    if compiled_for is not None:
+        header["compiled_for"] = compiled_for
+    return header
 
 
 def _package_version() -> str:

@@ -9,7 +9,7 @@ kind, tiled by ``layout`` onto SBUF via ``sbuf``/``dma``) -> ``ProgramBuilder.bu
 """
 
 from .constants import constant_arrays
-from .driver import COMPILER, VERSION, compile_graph, compile_neff
+from .driver import COMPILER, VERSION, code_fingerprint, compile_graph, compile_neff
 from .errors import CompileError
 from .fusion import OP_KINDS, Group, partition
 from .lower import LOWERINGS, register_lowering
@@ -18,5 +18,5 @@ __version__ = VERSION
 
 __all__ = [
     "compile_graph", "compile_neff", "CompileError", "constant_arrays", "partition", "Group", "OP_KINDS", "LOWERINGS",
-    "register_lowering", "COMPILER", "VERSION", "__version__",
+    "register_lowering", "code_fingerprint", "COMPILER", "VERSION", "__version__",
 ]

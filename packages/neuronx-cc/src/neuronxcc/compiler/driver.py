@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
+import os
 
 from neuron_sim import Architecture, Program, ProgramBuilder, ValidationError, get_architecture
+from neuron_sim.fingerprint import tree_fingerprint
 from neuron_sim.graph import Graph
 from neuron_sim.neff import Neff
 from neuron_sim.timing import program_timing
@@ -23,6 +27,16 @@ COMPILER = "neuronx-cc"
 VERSION = "2.32.0+sim"
 
 
+@functools.cache
+def code_fingerprint() -> str:
+    """The fingerprint of the compiler code that shapes a NEFF: this package (fusion, tiling,
+    lowering, the pipeline; not its test helpers) and its frontends (FX and StableHLO import).
+    Computed once per process; the frontends are hashed where they are installed, unimported."""
+    frontend = importlib.util.find_spec("neuronxcc.frontend")
+    roots = [os.path.dirname(os.path.abspath(__file__)), *(frontend.submodule_search_locations if frontend else ())]
+    return tree_fingerprint(*roots, exclude=("testing.py",))
+
+
 def _arch(arch) -> Architecture:
     if arch is None or isinstance(arch, str):
         return get_architecture(arch)
@@ -35,8 +49,8 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
     The program's tensor table binds the graph's named inputs (``input``) and outputs (``output``);
     scratch tensors are ``internal``; large constants are extra ``input`` tensors whose data is in
     ``program.metadata["constants"]`` (the runtime binds them at launch; see ``constant_arrays``
-    for other launchers). ``program.graph`` is the graph's
-    dict form, for the fast executor. Raises CompileError for anything it cannot lower.
+    for other launchers). ``program.graph`` is ``graph`` itself, for the fast executor (serialized
+    only if the program is written to a NEFF). Raises CompileError for anything it cannot lower.
     """
     arch = _arch(arch)
     if isinstance(graph, dict):
@@ -76,7 +90,7 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
     if ctx.constants:
         metadata["constants"] = ctx.constants
     try:
-        return builder.build(graph=graph.to_dict(), metadata=metadata)
+        return builder.build(graph=graph, metadata=metadata)
     except ValidationError as err:
         raise CompileError(err.rule, f"internal compiler error: the lowered program is invalid: {err.detail}") from err
 

@@ -67,11 +67,9 @@ def run_exact(program, inputs: dict, arch=None, uninitialized: str | None = "err
 
 def run_fast(program_or_graph, inputs: dict) -> dict[str, np.ndarray]:
     """Evaluate the graph-level form (a Program's ``graph``, or a Graph) on the fast executor."""
-    from neuron_sim.graph import Graph
+    from neuron_sim.graph import Graph, graph_of
 
-    graph = program_or_graph
-    if not isinstance(graph, Graph):
-        graph = Graph.from_dict(program_or_graph.graph)
+    graph = program_or_graph if isinstance(program_or_graph, Graph) else graph_of(program_or_graph)
     buffers = {}
     for v in graph.inputs:
         array = np.ascontiguousarray(np.asarray(inputs[v.name]).astype(dtypes.to_numpy(v.type.dtype), copy=False))

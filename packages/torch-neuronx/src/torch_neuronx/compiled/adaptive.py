@@ -23,11 +23,11 @@ from collections import OrderedDict
 
 import torch
 from neuron_sim.graph import Graph, graph_of
-from neuron_sim.neff import NeffCache, cache_key
+from neuron_sim.neff import NeffCache
 from neuron_sim.timing import program_timing
 
 from .. import _env, _state
-from .cache import CACHE, code_fingerprint
+from .cache import CACHE, neff_key
 from .entry import CompiledOp
 from .launch import writes_in_place
 
@@ -284,7 +284,7 @@ def _compile(run: _Run, live, signature):
     from neuronxcc.compiler import compile_neff
 
     disk = CACHE.disk()
-    key = cache_key("torch_neuronx.adaptive", repr(signature), code_fingerprint()) if disk is not None else None
+    key = neff_key("torch_neuronx.adaptive", repr(signature)) if disk is not None else None
     neff = disk.get(key) if isinstance(disk, NeffCache) else None
     if neff is not None:
         return neff

@@ -4,27 +4,37 @@ A call's key is its op, the shape, strides and dtype of each tensor argument, it
 arguments and the target. The NEFF compiled for a key is kept in memory for the process and on
 disk (``TORCH_NEURONX_NEFF_CACHE_DIR``, default ``$XDG_CACHE_HOME/torch_neuronx/neff`` or
 ``~/.cache/torch_neuronx/neff``) for the next one, with what the launch needs in its metadata, so
-a disk hit skips tracing too. Corrupt or old entries are rebuilt (neuron_sim's NeffCache warns);
-a full or read-only disk only costs the disk layer. Calls that cannot be lowered are remembered
-in memory, so they go straight to CPU fallback next time.
+a disk hit skips tracing too. On disk the key also holds everything that shapes the NEFF or its
+timing (``fingerprints()``: each package's code fingerprint, the versions of torch, numpy,
+ml_dtypes and Python), and each entry records the key it was compiled for: neuron_sim's NeffCache
+refuses an entry of another key, a link, or one over ``TORCH_NEURONX_NEFF_CACHE_MAX_ENTRY_MB``,
+and discards corrupt or old ones, with a warning - the entry is rebuilt. A full or read-only disk
+only costs the disk layer. Calls that cannot be lowered are remembered in memory, so they go
+straight to CPU fallback next time.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
+import platform
 import threading
 import time
 
+import ml_dtypes
+import neuron_sim
+import neuronxcc.compiler
+import numpy
 import torch
-from neuron_sim.neff import NeffCache, cache_key
+from neuron_sim.fingerprint import tree_fingerprint
+from neuron_sim.neff import DEFAULT_MAX_ENTRY_BYTES, CacheKey, NeffCache, cache_key
 
 from .dtypes import NotLowerable
 from .entry import METADATA_VERSION, CompiledOp
 
 CACHE_DIR_ENV = "TORCH_NEURONX_NEFF_CACHE_DIR"
 DISABLE_CACHE_ENV = "TORCH_NEURONX_NEFF_DISABLE_CACHE"
+MAX_ENTRY_MB_ENV = "TORCH_NEURONX_NEFF_CACHE_MAX_ENTRY_MB"
 
 
 def default_cache_dir() -> str:
@@ -41,16 +51,16 @@ class OpCache:
         # for the rest of the process. Also saves building one op twice.
         self._build_lock = threading.RLock()
         self._disk: NeffCache | None = None
-        self._disk_dir: str | None = None
+        self._disk_config: tuple | None = None
         self.stats = dict.fromkeys(("hits", "compiled", "disk_hits", "not_lowerable"), 0)
         self.compile_seconds = 0.0
 
     def disk(self) -> NeffCache | None:
         if os.environ.get(DISABLE_CACHE_ENV, "0") not in ("", "0"):
             return None
-        directory = os.environ.get(CACHE_DIR_ENV) or default_cache_dir()
-        if self._disk is None or directory != self._disk_dir:
-            self._disk, self._disk_dir = NeffCache(directory, memory_entries=0), directory
+        config = (os.environ.get(CACHE_DIR_ENV) or default_cache_dir(), max_entry_bytes())
+        if self._disk is None or config != self._disk_config:
+            self._disk, self._disk_config = NeffCache(config[0], memory_entries=0, max_entry_bytes=config[1]), config
         return self._disk
 
     def lookup(self, key: tuple):
@@ -103,28 +113,54 @@ class OpCache:
             self._memory.clear()
 
 
-def _disk_key(key: tuple) -> str:
+def max_entry_bytes() -> int:
+    """The disk cache's bound on one entry (``TORCH_NEURONX_NEFF_CACHE_MAX_ENTRY_MB``)."""
+    raw = os.environ.get(MAX_ENTRY_MB_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_ENTRY_BYTES
+    try:
+        mib = float(raw)
+    except ValueError:
+        mib = -1.0
+    if not mib > 0:
+        raise ValueError(f"{MAX_ENTRY_MB_ENV}={raw!r}: expected a positive number of MiB (default {DEFAULT_MAX_ENTRY_BYTES >> 20})")
+    return max(int(mib * (1 << 20)), 1024)
+
+
+def neff_key(kind: str, *signature) -> CacheKey:
+    """The disk key of a request of ``kind`` (eager op, graph, adaptive run): its ``signature``
+    (op or graph, shapes, strides, dtypes, target - JSON-able) and everything that shapes its NEFF."""
+    return cache_key(kind, METADATA_VERSION, fingerprints(), *signature)
+
+
+def _disk_key(key: tuple) -> CacheKey:
     # repr() of the key is stable across processes: op names, dtypes, shapes, numbers.
-    return cache_key("torch_neuronx.eager", METADATA_VERSION, code_fingerprint(), torch.__version__, repr(key))
+    return neff_key("torch_neuronx.eager", repr(key))
+
+
+@functools.cache
+def fingerprints() -> dict:
+    """What shapes a NEFF or its timing besides the request itself: the code of neuron-sim (ISA,
+    builder, timing model, architecture tables), of the compiler and its frontends, of this
+    package (tracing, partitioning, entry metadata), and the versions of the libraries whose
+    arithmetic folds constants or traces ops. Computed once per process."""
+    return {
+        "neuron-sim": neuron_sim.code_fingerprint(),
+        "neuronx-cc": neuronxcc.compiler.code_fingerprint(),
+        "torch-neuronx": code_fingerprint(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "ml_dtypes": ml_dtypes.__version__,
+        "python": platform.python_version(),
+    }
 
 
 @functools.cache
 def code_fingerprint() -> str:
-    """A hash of the code that turns a call into a NEFF (this package's tracing and the compiler):
-    a NEFF compiled by other code is another entry, never a stale hit. Version numbers alone
-    would miss every change made between releases."""
-    import neuron_sim
-    import neuronxcc.compiler
-    import neuronxcc.frontend
-
-    digest = hashlib.sha256(neuron_sim.__version__.encode())
-    roots = [os.path.dirname(__file__), os.path.dirname(neuronxcc.compiler.__file__), os.path.dirname(neuronxcc.frontend.__file__)]
-    for root in roots:
-        for folder, _, files in sorted(os.walk(root)):
-            for name in sorted(f for f in files if f.endswith(".py")):
-                with open(os.path.join(folder, name), "rb") as f:
-                    digest.update(name.encode() + f.read())
-    return digest.hexdigest()
+    """The fingerprint of this package's code: tracing, partitioning and lowering a graph, the
+    entries' metadata - all of it but the test helpers. Version numbers alone would miss every
+    change made between releases."""
+    return tree_fingerprint(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), exclude=("testing",))
 
 
 CACHE = OpCache()

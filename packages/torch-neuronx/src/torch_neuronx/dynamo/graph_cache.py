@@ -1,26 +1,25 @@
 """NEFFs of compiled graphs, cached in memory and on disk by a hash of the graph.
 
-The key hashes the device graph's code, its buffers' shapes, strides and dtypes, the target, and
-the fingerprint of the compiling code (``compiled.cache.code_fingerprint``: a change to this
-package or the compiler is a new entry, never a stale hit). What the launch needs (buffer sizes,
-output layouts) travels in the NEFF's JSON metadata, checked on load: an entry of another version
-is rebuilt. The disk layer is the eager path's (``TORCH_NEURONX_NEFF_CACHE_DIR``; neuron_sim's
-NeffCache warns about corrupt entries and rebuilds them).
+The key hashes the device graph's code, its buffers' shapes, strides and dtypes, the target, the
+torch-mlir version, and everything else that shapes a NEFF (``compiled.cache.neff_key``: a
+change to any package's code is a new entry, never a stale hit). What the launch needs (buffer
+sizes, output layouts) travels in the NEFF's JSON metadata, checked on load: an entry of another
+version is rebuilt. The disk layer is the eager path's (``TORCH_NEURONX_NEFF_CACHE_DIR``;
+neuron_sim's NeffCache refuses entries of other keys and discards corrupt ones, with a warning).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
+import importlib.metadata
 import threading
 from dataclasses import dataclass, field
 
 import torch
-from neuron_sim.neff import cache_key
+from neuron_sim.neff import CacheKey
 
 from ..compiled.cache import CACHE as OP_CACHE
-from ..compiled.cache import code_fingerprint
+from ..compiled.cache import neff_key
 from ..compiled.dtypes import sim_dtype, torch_dtype
 
 METADATA_KEY = "torch_neuronx.graph"
@@ -58,21 +57,17 @@ class GraphNeff:
         return cls(neff, [int(n) for n in meta["in_nbytes"]], outputs, in_place)
 
 
-def graph_key(code: str, specs: list, out_layouts: list, arch: str) -> str:
-    return cache_key("torch_neuronx.dynamo", METADATA_VERSION, code_fingerprint(), _backend_fingerprint(),
-                     torch.__version__, arch, code, repr(specs), repr(out_layouts))
+def graph_key(code: str, specs: list, out_layouts: list, arch: str) -> CacheKey:
+    return neff_key("torch_neuronx.dynamo", METADATA_VERSION, _torch_mlir_version(), arch, code, repr(specs), repr(out_layouts))
 
 
 @functools.cache
-def _backend_fingerprint() -> str:
-    """A hash of this package's own code (partitioning, lowering): code_fingerprint covers the
-    eager path's tracing and the compiler, not how a graph's device part is cut and traced."""
-    digest = hashlib.sha256()
-    folder = os.path.dirname(__file__)
-    for name in sorted(f for f in os.listdir(folder) if f.endswith(".py")):
-        with open(os.path.join(folder, name), "rb") as f:
-            digest.update(name.encode() + f.read())
-    return digest.hexdigest()
+def _torch_mlir_version() -> str | None:
+    """torch-mlir lowers the graphs (not eager ops): its version shapes their NEFFs."""
+    try:
+        return importlib.metadata.version("torch-mlir")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 class GraphCache:
