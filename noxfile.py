@@ -18,8 +18,11 @@ nox.options.default_venv_backend = "venv"
 
 PYTHON = "3.11"
 # Dependency order. A package appears here when its issue is worked on.
-PACKAGES = ["neuron-sim", "nki", "neuronx-cc", "torch-neuronx"]
+PACKAGES = ["neuron-sim", "nki", "neuron-explorer", "neuronx-cc", "torch-neuronx"]
 TEST_DEPS = ["pytest>=8,<10", "hypothesis>=6.100,<7"]
+# Packages whose tests need their ``[test]`` extra (neuron-explorer: Playwright for the UI tests, DuckDB for
+# the README's queries); installed in test sessions only.
+TEST_EXTRAS = {"neuron-explorer"}
 # Packages that build against torch: torch (the CPU build on this machine's disk) is installed
 # first and they are built without isolation, so the build uses that torch and pip never asks
 # the index for another one.
@@ -42,6 +45,10 @@ def install_packages(session: nox.Session, *names: str) -> None:
         session.install(*paths)
 
 
+def install_test_deps(session: nox.Session, *names: str) -> None:
+    session.install(*TEST_DEPS, *(f"./packages/{name}[test]" for name in names if name in TEST_EXTRAS))
+
+
 def run_pytest(session: nox.Session, *paths: str) -> None:
     args = list(session.posargs) or ["-q"]
     session.run("python", "-m", "pytest", *paths, *args, env={"PYTHONHASHSEED": "0"})
@@ -51,7 +58,7 @@ def make_package_session(name: str):
     @nox.session(name=name, python=PYTHON)
     def package_session(session: nox.Session) -> None:
         install_packages(session, *PACKAGES[: PACKAGES.index(name) + 1])
-        session.install(*TEST_DEPS)
+        install_test_deps(session, name)
         run_pytest(session, f"packages/{name}/tests")
 
     return package_session
@@ -65,7 +72,7 @@ for _name in PACKAGES:
 def tests(session: nox.Session) -> None:
     """Every package's tests plus the cross-package tests."""
     install_packages(session)
-    session.install(*TEST_DEPS)
+    install_test_deps(session, *PACKAGES)
     paths = [f"packages/{name}/tests" for name in PACKAGES]
     if os.path.isdir("tests") and any(f.startswith("test_") for _, _, fs in os.walk("tests") for f in fs):
         paths.append("tests")
