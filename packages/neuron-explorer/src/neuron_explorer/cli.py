@@ -187,8 +187,12 @@ def _serve(args, profiles: list[Profile]) -> int:
             raise ExplorerError(f"source root {root} is not a directory")
     server = ExplorerServer(Explorer(profiles, roots), args.host, args.port, token)
     url = server.url
-    if args.neff and args.session:
-        url += ("&" if "?" in url else "?") + f"neff={Path(args.neff).name}"
+    if args.neff and args.session:  # open the device trace at the first execution of that NEFF's program
+        from neuron_sim.neff import Neff
+
+        from .session.writer import neff_file_stem
+
+        url += ("&" if "?" in url else "?") + f"neff={neff_file_stem(Neff.load(args.neff).program.name)}#/device?p=0"
     print(f"View the profile{'s' if len(profiles) > 1 else ''} at {url}\nctrl-c to exit", flush=True)
     if args.open:
         webbrowser.open(url)

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import ExplorerError, ProfileFormatError
-from .output.parquet import SCHEMA_VERSION_KEY, TABLE_KEY
+from .output.parquet import SCHEMA_VERSION_KEY, TABLE_KEY, open_parquet
 from .schema import SCHEMA_VERSION, TABLES, check_readable
 from .session import layout
 from .session.reader import Session, find_sessions, is_session_dir
@@ -50,12 +50,7 @@ class Profile:
     def parquet(self, name: str) -> pq.ParquetFile:
         """The table's Parquet file, checked (ours, a readable schema version, the expected columns)."""
         path = self.file(name)
-        try:
-            handle = pq.ParquetFile(path)
-        except FileNotFoundError:
-            raise ProfileFormatError(f"{path} is missing from the profile; re-ingest the session") from None
-        except (pa.ArrowException, OSError) as err:
-            raise ProfileFormatError(f"{path} is corrupt, truncated or not Parquet: {err}") from None
+        handle = open_parquet(path, "profile table", "re-ingest the session")
         meta = handle.schema_arrow.metadata or {}
         if meta.get(TABLE_KEY) != name.encode() or SCHEMA_VERSION_KEY not in meta:
             raise ProfileFormatError(f"{path} is a Parquet file but not neuron-explorer's {name} table")

@@ -103,7 +103,7 @@ def test_corrupt_neff_names_the_file(session):
 def test_corrupt_device_trace(session):
     (part,) = (session / layout.DEVICE_DIR).glob("*.instructions.parquet")
     part.write_bytes(part.read_bytes()[:100])
-    with pytest.raises(ProfileFormatError, match=f"device trace .*{part.name} is corrupt or not Parquet"):
+    with pytest.raises(ProfileFormatError, match=f"device trace .*{part.name} is corrupt, truncated or not Parquet"):
         ingest(session)
 
 

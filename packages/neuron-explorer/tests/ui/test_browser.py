@@ -164,3 +164,11 @@ def test_side_by_side_comparison(page, server, mixed_profile):
     expect(page.get_by_test_id("compare-ops")).to_contain_text("aten::exp")
     expect(page.get_by_test_id("compare-chart").locator("canvas")).to_have_count(1)
     shot(page, "compare")
+
+
+def test_a_neff_given_on_the_command_line_opens_at_its_first_execution(page, server, mixed_profile):
+    chain = next(e for e in mixed_profile.table("ExecutionInfo").to_pylist() if e["name"] == "aten::exp")
+    page.goto(f"http://127.0.0.1:{server.port}/?neff=chain#/device?p=0")
+    page.wait_for_function("document.body.dataset.devicePainted === '1'", timeout=30_000)
+    rows = mixed_profile.table("Instruction", filters=[("launch_id", "=", chain["launch_id"])]).num_rows
+    expect(page.get_by_test_id("device-timeline-rows")).to_have_text(f"{rows} rows in view", timeout=10_000)

@@ -33,6 +33,19 @@ def _encodings(schema: pa.Schema) -> dict:
             "write_statistics": [f.name for f in schema if f.name not in NO_STATISTICS]}
 
 
+def open_parquet(path: Path, what: str, missing: str) -> pq.ParquetFile:
+    """A Parquet file opened for reading; a missing, corrupt or foreign file is a ProfileFormatError
+    naming it (``what`` says what the file is, ``missing`` what to do when it is not there)."""
+    from ..errors import ProfileFormatError
+
+    try:
+        return pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise ProfileFormatError(f"{what} {path} is missing: {missing}") from None
+    except (pa.ArrowException, OSError) as err:
+        raise ProfileFormatError(f"{what} {path} is corrupt, truncated or not Parquet: {err}") from None
+
+
 class TableWriter:
     """Appends column chunks (numpy arrays, Arrow arrays, or ``constant(value, n)``) to one table's file."""
 

@@ -76,7 +76,8 @@ class ProfileData:
     def device_tracks_info(self) -> dict:
         index = self.device
         executions = self.profile.table("ExecutionInfo", filters=[("device_profiled", "=", True)],
-                                        columns=["launch_id", "name", "nc_idx", "execution_start_ts", "execution_end_ts"])
+                                        columns=["launch_id", "name", "neff_name", "nc_idx", "execution_start_ts",
+                                                 "execution_end_ts"])
         return {"tracks": [{**d, "rows": index.rows(i)} for i, d in enumerate(self.device_tracks)],
                 "start": index.start, "end": index.end, "opcodes": self.opcodes,
                 "executions": executions.to_pylist()[:5000]}

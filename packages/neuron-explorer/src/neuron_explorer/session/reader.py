@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from neuron_sim import NeffFormatError
 from neuron_sim.neff import Neff
 
 from ..errors import MissingNeffError, ProfileFormatError
+from ..output.parquet import open_parquet
 from ..schema.version import SESSION_FORMAT_VERSION, check_readable
 from . import layout
 
@@ -138,15 +138,14 @@ class Session:
     def device_tables(self, key: str) -> dict[str, pa.Table]:
         tables = {}
         for part, schema in layout.DEVICE_PARTS.items():
-            path = self.path / layout.device_file(key, part)
             if os.sep in key or "/" in key or key.startswith("."):
                 raise ProfileFormatError(f"{self.trace_path}: bad device trace name {key!r}")
+            path = self.path / layout.device_file(key, part)
+            handle = open_parquet(path, "device trace", "the session is incomplete (was the capture stopped?)")
             try:
-                table = pq.read_table(path)
-            except FileNotFoundError:
-                raise ProfileFormatError(f"device trace {path} is missing from the session") from None
+                table = handle.read()
             except (pa.ArrowException, OSError) as err:
-                raise ProfileFormatError(f"device trace {path} is corrupt or not Parquet: {err}") from None
+                raise ProfileFormatError(f"device trace {path} is corrupt, truncated or not Parquet: {err}") from None
             version = (table.schema.metadata or {}).get(layout.PARQUET_FORMAT_KEY)
             if version is None:
                 raise ProfileFormatError(f"device trace {path} was not written by neuron-explorer")

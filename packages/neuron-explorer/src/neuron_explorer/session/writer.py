@@ -31,6 +31,11 @@ MAX_SOURCE_BYTES = 4 << 20  # source files larger than this are not copied (the 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
+def neff_file_stem(program_name: str) -> str:
+    """The start of the session file name of a program's NEFF (the rest is a digest of its bytes)."""
+    return _UNSAFE.sub("_", program_name)[:80]
+
+
 def new_session_dir(output_dir: str | os.PathLike) -> Path:
     """``<output_dir>/<host>_pid_<pid>/<timestamp>/``, created (a suffix keeps it unique)."""
     host = _UNSAFE.sub("_", socket.gethostname()) or "host"
@@ -87,7 +92,7 @@ class SessionWriter:
             return known[0]
         data = Neff(program, timing_summary, dict(metadata or {})).to_bytes()
         digest = hashlib.sha256(data).hexdigest()[:16]
-        name = f"{_UNSAFE.sub('_', program.name)[:80]}_{digest}.neff"
+        name = f"{neff_file_stem(program.name)}_{digest}.neff"
         target = self.path / layout.NEFF_DIR / name
         if name not in self._neff_files:
             target.parent.mkdir(exist_ok=True)

@@ -9,8 +9,15 @@ export function DeviceTrace({ pid, nav, highlight, zoom, selection }) {
   const [rows, setRows] = useState([]);
   const [detail, setDetail] = useState(null);
 
+  const [initialZoom, setInitialZoom] = useState(null);
   useEffect(() => {
-    api(`p/${pid}/device/tracks`).then(setInfo).catch((e) => setError(e.message));
+    api(`p/${pid}/device/tracks`).then((i) => {
+      // `neuron-explorer view -n x.neff -s session` opens at the first execution of that NEFF
+      const neff = new URLSearchParams(window.location.search).get("neff");
+      const first = neff && i.executions.find((e) => e.neff_name && e.neff_name.startsWith(`${neff}_`));
+      if (first) setInitialZoom([first.execution_start_ts, first.execution_end_ts]);
+      setInfo(i);
+    }).catch((e) => setError(e.message));
   }, [pid]);
 
   const select = useCallback((id) => {
@@ -53,7 +60,7 @@ export function DeviceTrace({ pid, nav, highlight, zoom, selection }) {
         </div>
       )}
       <Timeline title={`${count(info.tracks.reduce((a, t) => a + t.rows, 0))} instructions on ${info.tracks.length} tracks`}
-        tracks={tracks} range={range} zoomTo={zoom} fetchWindow={fetchWindow} colorOf={colorOf} labelOf={labelOf}
+        tracks={tracks} range={range} zoomTo={zoom || initialZoom} fetchWindow={fetchWindow} colorOf={colorOf} labelOf={labelOf}
         onSelect={select} onPainted={onPainted} hbm testId="device-timeline" />
       <div className="split">
         <div>
