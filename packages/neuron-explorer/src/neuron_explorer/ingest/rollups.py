@@ -83,9 +83,25 @@ class _Node:
     parent: _Node | None
     children: list = field(default_factory=list)
     launches: list = field(default_factory=list)  # (start, end, model_flops, hardware_flops, hbm_bytes, profiled)
-    totals: dict = field(default_factory=zero_totals)
-    first: dict = field(default_factory=dict)  # engine -> earliest absolute start
-    last: dict = field(default_factory=dict)
+    # Per schedule: [its roll-up, executions, earliest start, latest start] - totals are the schedules'
+    # roll-ups times their executions, so an execution costs one list append and a few comparisons.
+    schedules: dict = field(default_factory=dict)
+
+    @property
+    def totals(self) -> dict:
+        totals = zero_totals()
+        for rollup, count, _, _ in self.schedules.values():
+            for k in _SUMS:
+                totals[k] += count * rollup[k]
+        return totals
+
+    def engine_span(self, engine: str) -> tuple[float, float] | None:
+        """[earliest start, latest end] of the node's instructions on ``engine``."""
+        spans = [(first + rollup[f"{engine}_first_start"], last + rollup[f"{engine}_last_end"])
+                 for rollup, _, first, last in self.schedules.values() if rollup[f"{engine}_first_start"] is not None]
+        if not spans:
+            return None
+        return min(a for a, _ in spans), max(b for _, b in spans)
 
 
 class Rollups:
@@ -93,9 +109,8 @@ class Rollups:
         self._nodes: list[_Node] = []
         self._ops: dict[str, _Node] = {}
         self._graphs: dict[tuple[str, str], _Node] = {}
-        self.profile = zero_totals()
+        self._profile_schedules: dict[str, list] = {}  # schedule key -> [roll-up, opcode stats, executions]
         self.profiled_ns = 0.0
-        self.opcodes: dict[tuple[str, str], list[float]] = {}
         self.target: str | None = None
 
     def graph_node(self, op: str, graph: str) -> int:
@@ -122,24 +137,43 @@ class Rollups:
             n.launches.append(entry)
             if roll is None:
                 continue
-            for k in _SUMS:
-                n.totals[k] += roll[k]
-            for e in ENGINES:
-                if roll[f"{e}_first_start"] is not None:
-                    n.first[e] = min(n.first.get(e, np.inf), start + roll[f"{e}_first_start"])
-                    n.last[e] = max(n.last.get(e, -np.inf), start + roll[f"{e}_last_end"])
+            s = n.schedules.get(view.key)
+            if s is None:
+                n.schedules[view.key] = [roll, 1, start, start]
+            else:
+                s[1] += 1
+                s[2] = min(s[2], start)
+                s[3] = max(s[3], start)
         if roll is not None:
-            for k in _SUMS:
-                self.profile[k] += roll[k]
             self.profiled_ns += end - start
-            for key, (count, time, busy) in view.opcodes.items():
-                acc = self.opcodes.setdefault(key, [0, 0.0, 0.0])
-                acc[0] += count
-                acc[1] += time
-                acc[2] += busy
+            s = self._profile_schedules.get(view.key)
+            if s is None:
+                self._profile_schedules[view.key] = [roll, view.opcodes, 1]
+            else:
+                s[2] += 1
+
+    @property
+    def profile(self) -> dict:
+        totals = zero_totals()
+        for rollup, _, count in self._profile_schedules.values():
+            for k in _SUMS:
+                totals[k] += count * rollup[k]
+        return totals
+
+    @property
+    def opcodes(self) -> dict[tuple[str, str], list[float]]:
+        merged: dict[tuple[str, str], list[float]] = {}
+        for _, opcodes, count in self._profile_schedules.values():
+            for key, (n, time, busy) in opcodes.items():
+                acc = merged.setdefault(key, [0, 0.0, 0.0])
+                acc[0] += count * n
+                acc[1] += count * time
+                acc[2] += count * busy
+        return merged
 
     # --- tables ------------------------------------------------------------------------------
     def framework_rows(self, peaks: Peaks) -> list[dict]:
+        """One row per node; the utilization denominators are ``peaks``'."""
         return [self._node_row(n, peaks) for n in self._nodes]
 
     def _node_row(self, node: _Node, peaks: Peaks) -> dict:
@@ -162,15 +196,16 @@ class Rollups:
             "end_ts": int(int_ns(launches[:, 1].max())) if len(launches) else 0,
             "time_intervals": json.dumps(intervals),
             "mfu": mfu, "hfu": hfu, "mbu": mbu,
-            "mfu_per_interval": json.dumps([round(p[0], 4) for p in per_interval]),
-            "hfu_per_interval": json.dumps([round(p[1], 4) for p in per_interval]),
-            "mbu_per_interval": json.dumps([round(p[2], 4) for p in per_interval]),
+            "mfu_per_interval": json.dumps(per_interval[:, 0].tolist()),
+            "hfu_per_interval": json.dumps(per_interval[:, 1].tolist()),
+            "mbu_per_interval": json.dumps(per_interval[:, 2].tolist()),
             "model_flops": t["model_flops"], "hardware_flops": t["hardware_flops"],
             **{k: t[k] for k in ("hbm_read_bytes", "hbm_write_bytes", "sbuf_read_bytes", "sbuf_write_bytes")},
         }
         for e in ENGINES:
+            span = node.engine_span(e)
             row[f"{e}_engine_instruction_count"] = t[f"{e}_engine_instruction_count"]
-            row[f"total_time_{e}"] = json.dumps([int(int_ns(node.first[e])), int(int_ns(node.last[e]))]) if e in node.first else "[]"
+            row[f"total_time_{e}"] = json.dumps([int(x) for x in int_ns(span)]) if span else "[]"
             row[f"active_time_{e}_ns"] = int(round(t[f"{e}_engine_active_ns"]))
         row["active_time_dma_ns"] = int(round(t["dma_active_ns"]))
         return row
@@ -183,12 +218,17 @@ class Rollups:
 
 
 def _merged_intervals(launches: np.ndarray, profiled: np.ndarray, peaks: Peaks):
-    """Executions merged where they touch, with the utilization of each merged interval."""
+    """Executions merged where they touch, with the utilization of each merged interval (an array of
+    [MFU, HFU, MBU] rows, rounded to 4 decimals)."""
     if not len(launches):
-        return [], []
+        return [], np.zeros((0, 3))
     starts, ends = merge_intervals(launches[:, 0], launches[:, 1])
     owner = np.searchsorted(starts, launches[:, 0], side="right") - 1
     stats = np.zeros((len(starts), 4))
     np.add.at(stats, owner, np.column_stack([launches[:, 2:5], np.where(profiled, launches[:, 1] - launches[:, 0], 0.0)]))
     intervals = [[int(a), int(b)] for a, b in zip(int_ns(starts), int_ns(ends))]
-    return intervals, [peaks.percents(m, h, b, t) for m, h, b, t in stats]
+    time = stats[:, 3]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.column_stack([100.0 * stats[:, 0] / (peaks.flops_per_ns * time), 100.0 * stats[:, 1] / (peaks.flops_per_ns * time),
+                               100.0 * stats[:, 2] / (peaks.hbm_bytes_per_ns * time)])
+    return intervals, np.round(np.where(time[:, None] > 0, per, 0.0), 4)

@@ -3,6 +3,8 @@ so a table of any length needs memory for one row group only."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,13 @@ def _encodings(schema: pa.Schema) -> dict:
             "write_statistics": [f.name for f in schema if f.name not in NO_STATISTICS]}
 
 
+# Encoding a row group (which Arrow does without the GIL) overlaps with building the next one: row
+# groups go to a small pool of writer threads, in order per file, at most a few in flight at once
+# (memory stays bounded by them).
+_WRITERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="neuron-explorer parquet")
+_IN_FLIGHT = threading.BoundedSemaphore(4)
+
+
 def open_parquet(path: Path, what: str, missing: str) -> pq.ParquetFile:
     """A Parquet file opened for reading; a missing, corrupt or foreign file is a ProfileFormatError
     naming it (``what`` says what the file is, ``missing`` what to do when it is not there)."""
@@ -60,6 +69,7 @@ class TableWriter:
         self._buffered = 0
         self.rows = 0
         self._row_group_rows = row_group_rows
+        self._last: Future | None = None  # the row group being written
 
     def append(self, n: int, **columns) -> None:
         if n == 0:
@@ -87,14 +97,28 @@ class TableWriter:
         if not self._buffered:
             return
         arrays = [_concat(self._chunks[f.name], f.type, self._buffered) for f in self.schema]
-        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema), row_group_size=self._row_group_rows)
+        table = pa.Table.from_arrays(arrays, schema=self.schema)
         for chunks in self._chunks.values():
             chunks.clear()
         self._buffered = 0
+        _IN_FLIGHT.acquire()
+        self._last = _WRITERS.submit(self._write, self._last, table)
+
+    def _write(self, previous: Future | None, table: pa.Table) -> None:
+        try:
+            if previous is not None:
+                previous.result()  # row groups in order; an earlier failure fails this one too
+            self._writer.write_table(table, row_group_size=self._row_group_rows)
+        finally:
+            _IN_FLIGHT.release()
 
     def close(self) -> None:
-        self.flush()
-        self._writer.close()
+        try:
+            self.flush()
+            if self._last is not None:
+                self._last.result()
+        finally:
+            self._writer.close()
 
 
 class constant:
