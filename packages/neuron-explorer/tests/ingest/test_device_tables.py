@@ -129,3 +129,28 @@ def test_hbm_usage_integrates_to_the_hbm_bytes_moved(mixed_profile):
         hbm = packets.filter(pc.and_(pc.equal(packets.column("nc_idx"), nc), pc.invert(pc.is_null(packets.column("variable")))))
         assert moved[-1] == pytest.approx(hbm.column("transfer_bytes").to_numpy().sum(), rel=1e-6)
         assert mine.column("current_throughput").to_numpy()[order][-1] == pytest.approx(0.0, abs=1e-3)
+
+
+def test_sbuf_occupancy_follows_each_tiles_first_write_and_last_access(mixed_profile):
+    """chain: tile t (1 KiB per partition) lives from its load to the add that last reads it, tile u
+    (1 KiB) from the exp that writes it to the store that reads it: 2 KiB at the peak, then none."""
+    ex = _launch_of(mixed_profile, "aten::exp")
+    rows = mixed_profile.table("Instruction", filters=[("launch_id", "=", ex["launch_id"])]).to_pylist()
+    usage = mixed_profile.table("SbufUsage", filters=[("launch_id", "=", ex["launch_id"])]).to_pylist()
+    per_partition = ARCH.sbuf_bytes_per_partition
+    load, exp, add, store = rows
+    assert [u["timestamp"] for u in usage] == [load["end_ts"], exp["end_ts"], add["end_ts"], store["end_ts"]]
+    expected = [1024, 2048, 1024, 0]
+    for u, live in zip(usage, expected, strict=True):
+        for quadrant in (0, 32, 64, 96):
+            assert u[f"partition_{quadrant}_util_percent"] == pytest.approx(100 * live / per_partition)
+    assert mixed_profile.table("PsumUsage", filters=[("launch_id", "=", ex["launch_id"])]).num_rows == 0
+
+
+def test_psum_occupancy_is_per_bank(mixed_profile):
+    ex = _launch_of(mixed_profile, "matmul_kernel")
+    usage = mixed_profile.table("PsumUsage", filters=[("launch_id", "=", ex["launch_id"])]).to_pylist()
+    peak = max(usage, key=lambda u: u["avg_util_percent"])
+    banks = [peak[f"bank_{b}_util_percent"] for b in range(8)]
+    assert banks[0] == pytest.approx(100.0) and sum(banks[1:]) == 0  # one 128x512 fp32 accumulator fills bank 0
+    assert usage[-1]["avg_util_percent"] == 0

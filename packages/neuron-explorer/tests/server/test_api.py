@@ -39,6 +39,9 @@ def test_device_window_draws_rows_when_few_and_bins_when_many(server, mixed_prof
     assert names.index((0, "TensorMatrix")) < names.index((0, "qSyncIO0"))  # engines before DMA queues
     w = api(server, f"p/0/device/window?start={tracks['start']}&end={tracks['end']}&bins=100")
     assert w["detail"] and sum(len(t["rows"]) for t in w["tracks"]) == mixed_profile.table("Instruction").num_rows
+    assert len(w["hbm"]) == len(w["sbuf"]) == len(w["psum"]) == 100
+    peak_sbuf = max(mixed_profile.table("SbufUsage").column("avg_util_percent").to_pylist())
+    assert 0 < max(w["sbuf"]) <= peak_sbuf + 1e-6 and max(w["hbm"]) > 0 and max(w["psum"]) > 0
     monkeypatch.setattr("neuron_explorer.server.timeline.DETAIL_ROWS", 10)  # as if the window held too many rows
     w = api(server, f"p/0/device/window?start={tracks['start']}&end={tracks['end']}&bins=100")
     assert not w["detail"] and all(len(t["busy"]) == 100 for t in w["tracks"])

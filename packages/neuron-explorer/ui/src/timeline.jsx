@@ -83,21 +83,28 @@ export function Timeline({ tracks, range, fetchWindow, colorOf, labelOf, onSelec
       splitLine: { show: i === main },
     }));
     const series = [{
-      type: "custom", name: title, renderItem, xAxisIndex: main, yAxisIndex: main, data: items,
+      type: "custom", name: title, renderItem, xAxisIndex: main, yAxisIndex: showHbm ? 2 : 0, data: items,
       encode: { x: [1, 2], y: 0 }, progressive: 0, animation: false,
     }];
     const yAxes = [];
     if (showHbm) {
       yAxes.push({ type: "value", gridIndex: 0, name: "HBM GB/s", nameTextStyle: { fontSize: 10 }, splitNumber: 2 });
-      series.push({
-        type: "line", name: "HBM GB/s", xAxisIndex: 0, yAxisIndex: 0, step: "start", symbol: "none", areaStyle: { opacity: 0.3 },
-        data: data.hbm.map((v, i) => [data.start + i * width, v]), animation: false,
+      yAxes.push({ type: "value", gridIndex: 0, name: "on-chip %", nameTextStyle: { fontSize: 10 }, splitNumber: 2, max: 100,
+        position: "right" });
+      const line = (name, values, axis, extra = {}) => ({
+        type: "line", name, xAxisIndex: 0, yAxisIndex: axis, step: "start", symbol: "none", animation: false,
+        data: (values || []).map((v, i) => [data.start + i * width, v]), ...extra,
       });
+      series.push(line("HBM GB/s", data.hbm, 0, { areaStyle: { opacity: 0.3 } }));
+      series.push(line("SBUF % full", data.sbuf, 1));
+      series.push(line("PSUM % full", data.psum, 1));
     }
     yAxes.push({ type: "category", gridIndex: main, data: tracks, inverse: true, axisLabel: { fontSize: 11, width: 160, overflow: "truncate" } });
+    const legend = showHbm ? { data: ["HBM GB/s", "SBUF % full", "PSUM % full"], top: 0, right: 40, textStyle: { fontSize: 10 } } : undefined;
     return {
       animation: false,
       grid: grids,
+      legend,
       xAxis: xAxes,
       yAxis: yAxes,
       dataZoom: [
@@ -108,7 +115,7 @@ export function Timeline({ tracks, range, fetchWindow, colorOf, labelOf, onSelec
       tooltip: {
         trigger: "item",
         formatter: (p) => {
-          if (p.seriesType !== "custom") return `${time(p.value[0] - range[0])}: ${p.value[1]} GB/s`;
+          if (p.seriesType !== "custom") return `${p.seriesName} at ${time(p.value[0] - range[0])}: ${p.value[1]}`;
           const v = p.value;
           if (v[3] === 1) return `${tracks[v[0]]}<br/>busy ${(v[4] * 100).toFixed(0)}% of ${time(v[2] - v[1])}`;
           return `${labelOf(v[7], v)}<br/>${tracks[v[0]]}<br/>${time(v[1] - range[0])} + ${time(v[2] - v[1])}`;

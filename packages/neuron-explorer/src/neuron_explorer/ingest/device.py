@@ -78,6 +78,8 @@ class DeviceEmitter:
                                       pcore_idx=constant(0, m * nh), timestamp=_shifted(times, base),
                                       current_throughput=np.tile(rate * 1e9, m),
                                       total_transfer_bytes=int_ns(np.add.outer(hbm_base, moved).ravel()))
+        if view.occupancy is not None:
+            self._occupancy(view, m, launch, nc, base)
         nf = len(view.flow_gap)
         if nf:
             producers = np.concatenate([view.edges.producer, view.dma_edges.producer])
@@ -87,6 +89,17 @@ class DeviceEmitter:
             self.w["Flow"].append(m * nf, in_id=np.add.outer(first, producers).ravel(), out_id=out_ids,
                                   in_table=constant("Instruction", m * nf), out_table=_tiled(view.flow_out_table, m),
                                   dependency_type=_tiled(view.flow_type, m), gap_time=np.tile(view.flow_gap, m))
+
+    def _occupancy(self, view, m, launch, nc, base) -> None:
+        for table, memory, prefix, groups in (("SbufUsage", "SBUF", "partition_", (0, 32, 64, 96)),
+                                              ("PsumUsage", "PSUM", "bank_", range(8))):
+            times, percent = view.occupancy[memory]
+            k = len(times)
+            if not k:
+                continue
+            columns = {f"{prefix}{g}_util_percent": np.tile(percent[:, i], m) for i, g in enumerate(groups)}
+            self.w[table].append(m * k, launch_id=np.repeat(launch, k), nc_idx=np.repeat(nc, k), pcore_idx=constant(0, m * k),
+                                 timestamp=_shifted(times, base), avg_util_percent=np.tile(percent.mean(axis=1), m), **columns)
 
     def _instructions(self, view, m, n, launch, nc, base, names, node, first) -> None:
         start_ts = _shifted(view.start, base)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from neuron_sim import get_architecture
 
 from ..errors import ExplorerError
 from ..output.parquet import TableWriter
@@ -25,6 +26,8 @@ from ..session import layout
 from ..session.reader import Session
 from .device import DeviceEmitter
 from .lookups import SourceFrames, int_ns, metadata_row, per_pc_columns, tensor_info_rows
+from .memory import MAX_ROWS as MAX_OCCUPANCY_ROWS
+from .memory import occupancy
 from .rollups import Peaks, Rollups, summary_row
 from .schedule import DEPENDENCY_TYPES, as_dictionary, build_view
 
@@ -41,6 +44,7 @@ class _Views:
         self._rows = 0
         self._per_pc: dict[str, dict] = {}
         self.neff_views: dict[str, object] = {}  # first view of each NEFF (for TensorInfo)
+        self.warnings: list[tuple[str, str]] = []
         self.timing_info = session.info.get("timings") or {}
 
     def get(self, key: str, neff_name: str):
@@ -58,6 +62,12 @@ class _Views:
             total = float(tables["instructions"].column("end").to_numpy().max(initial=0.0))
         view = build_view(key, neff_name, tables, total, per_pc, len(neff.program.instructions))
         _prepare(view)
+        if view.rows <= MAX_OCCUPANCY_ROWS:
+            view.occupancy = occupancy(neff.program, get_architecture(neff.program.target), view.numbers["pc"], view.end)
+        else:
+            view.occupancy = None
+            self.warnings.append((f"schedule {key} ({neff_name}) has {view.rows:,} instructions: its SbufUsage and "
+                                  f"PsumUsage series are left out (above {MAX_OCCUPANCY_ROWS:,})", "Partial Data"))
         self.neff_views.setdefault(neff_name, view)
         self._views[key] = view
         self._rows += view.rows
@@ -135,7 +145,8 @@ class _Ingest:
         self.views = _Views(session, self.frames)
         self.rollups = Rollups()
         self.w = {name: TableWriter(out, TABLES[name]) for name in (
-            "Instruction", "DmaPacket", "SemaphoreUpdate", "ActiveTime", "HbmUsage", "Flow", "Summary", "ExecutionInfo",
+            "Instruction", "DmaPacket", "SemaphoreUpdate", "ActiveTime", "HbmUsage", "SbufUsage", "PsumUsage", "Flow",
+            "Summary", "ExecutionInfo",
             "SystemProfileEvents")}
         self.device = DeviceEmitter(self.w)
         self.next_event = 0
@@ -256,7 +267,7 @@ class _Ingest:
             "Metadata": [metadata_row(self.session.info, target, int(int_ns(self.first_hw or 0)),
                                       int(int_ns(self.last_hw or 0)), self.display_name, str(self.session.path),
                                       self.session.fingerprint())],
-            "Warning": [{"message": m, "category": c} for m, c in self.session.warnings + self._warnings()],
+            "Warning": [{"message": m, "category": c} for m, c in self.session.warnings + self.views.warnings + self._warnings()],
         }
         for name, rows in small.items():
             writer = TableWriter(self.out, TABLES[name])

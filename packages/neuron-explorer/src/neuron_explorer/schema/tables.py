@@ -142,6 +142,21 @@ HBM_USAGE = Table("HbmUsage", "time series", "HBM throughput of the DMA transfer
       "timestamp.", BYTES),
 ))
 
+SBUF_USAGE = Table("SbufUsage", "time series", "State Buffer fullness per partition quadrant, at every change: a block is "
+                   "occupied from the first instruction that writes it to the last that accesses it.", (
+    *_EXECUTION,
+    F("timestamp", "int64", "Timestamp of this sample.", NS),
+    F("avg_util_percent", "float64", "Average fullness across all partitions.", "percent"),
+    *(F(f"partition_{p}_util_percent", "float64", f"Fullness of partitions {p}-{p + 31}.", "percent") for p in (0, 32, 64, 96)),
+))
+
+PSUM_USAGE = Table("PsumUsage", "time series", "PSUM fullness per bank, at every change (occupancy as in SbufUsage).", (
+    *_EXECUTION,
+    F("timestamp", "int64", "Timestamp of this sample.", NS),
+    F("avg_util_percent", "float64", "Average fullness across all PSUM banks.", "percent"),
+    *(F(f"bank_{b}_util_percent", "float64", f"Fullness of PSUM bank {b}.", "percent") for b in range(8)),
+))
+
 FLOW = Table("Flow", "edges", "Dependencies between rows of timeline tables: the waited-for producer (in) and the waiting "
              "consumer (out).", (
     F("in_id", "int64", "id of the producer row (in in_table)."),
@@ -365,7 +380,7 @@ SCHEMA_FIELDS = Table("SchemaFields", "metadata", "Every field of every table, a
 ))
 
 TABLES: dict[str, Table] = {t.name: t for t in (
-    INSTRUCTION, DMA_PACKET, SEMAPHORE_UPDATE, ACTIVE_TIME, HBM_USAGE, FLOW, FRAMEWORK_NODE, SUMMARY, OPCODE_SUMMARY,
+    INSTRUCTION, DMA_PACKET, SEMAPHORE_UPDATE, ACTIVE_TIME, HBM_USAGE, SBUF_USAGE, PSUM_USAGE, FLOW, FRAMEWORK_NODE, SUMMARY, OPCODE_SUMMARY,
     TENSOR_INFO, STACK_FRAME, STACK_FRAME_FILE_LOCATION, STACK_FRAME_FILE_NAME, STACK_FRAME_FUNCTION_NAME, METADATA,
     EXECUTION_INFO, SYSTEM_PROFILE_EVENTS, WARNING, SCHEMA_FIELDS,
 )}

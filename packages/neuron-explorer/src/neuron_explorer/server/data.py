@@ -26,6 +26,7 @@ class ProfileData:
         self.profile = profile
         self.source_roots = [Path(r).resolve() for r in source_roots]
         self._lock = threading.Lock()
+        self._series_cache: dict = {}
 
     # --- lists and summaries ---------------------------------------------------------------
     def describe(self) -> dict:
@@ -93,7 +94,11 @@ class ProfileData:
                 c = index.columns
                 entry["rows"] = np.column_stack([c["id"][original], index.starts[rows], index.ends[rows], c["opcode"][original],
                                                  mark[original] if mark is not None else np.zeros(len(rows), bool)]).tolist()
-        w["hbm"] = self._hbm(start, end, bins)
+        edges = np.linspace(start, end, bins + 1)[:-1]
+        # HBM throughput of all cores added up; SBUF and PSUM fullness of the fullest core.
+        w["hbm"] = (np.sum(self._sampled("HbmUsage", "current_throughput", edges), axis=0) / 1e9).round(3).tolist()
+        w["sbuf"] = np.max(self._sampled("SbufUsage", "avg_util_percent", edges), axis=0).round(3).tolist()
+        w["psum"] = np.max(self._sampled("PsumUsage", "avg_util_percent", edges), axis=0).round(3).tolist()
         return w
 
     def _highlight(self, spec: str | None) -> np.ndarray | None:
@@ -120,21 +125,21 @@ class ProfileData:
         rows = self.profile.table("FrameworkNode", columns=["id", "parent_id"]).to_pylist()
         return [r["id"] for r in rows if r["parent_id"] == node]
 
-    def _hbm(self, start: float, end: float, bins: int) -> list[float]:
-        t = self.hbm_series
-        if not len(t[0]):
-            return []
-        edges = np.linspace(start, end, bins + 1)
-        k = np.searchsorted(t[0], edges[:-1], side="right") - 1
-        rate = np.where(k >= 0, t[1][np.maximum(k, 0)], 0.0)
-        return (rate / 1e9).round(3).tolist()  # GB/s at each bin's start
-
-    @cached_property
-    def hbm_series(self):
-        h = self.profile.table("HbmUsage", columns=["timestamp", "current_throughput"])
-        ts = h.column("timestamp").to_numpy().astype(np.float64)
-        order = np.argsort(ts, kind="stable")
-        return ts[order], h.column("current_throughput").to_numpy()[order]
+    def _sampled(self, table: str, column: str, times: np.ndarray) -> np.ndarray:
+        """Each core's step series sampled at ``times`` (one row per core; a row of zeros if none)."""
+        series = self._series_cache.get((table, column))
+        if series is None:
+            t = self.profile.table(table, columns=["nc_idx", "timestamp", column])
+            nc = t.column("nc_idx").to_numpy()
+            ts = t.column("timestamp").to_numpy().astype(np.float64)
+            values = t.column(column).to_numpy()
+            series = []
+            for core in np.unique(nc):
+                mine = np.flatnonzero(nc == core)
+                order = mine[np.argsort(ts[mine], kind="stable")]
+                series.append((ts[order], values[order]))
+            self._series_cache[(table, column)] = series
+        return np.array([_sample(s, times) for s in series]) if series else np.zeros((1, len(times)))
 
     def instruction(self, iid: int) -> dict:
         rows = self.profile.table("Instruction", filters=[("id", "=", iid)]).to_pylist()
@@ -376,6 +381,15 @@ class ProfileData:
                     return candidate.read_text(errors="replace"), f"source root {root}", None
         return None, None, (f"{name} was not captured with the profile and is not under any source root; pass "
                             f"--framework-source-root or --nki-source-root")
+
+
+def _sample(series: tuple[np.ndarray, np.ndarray], times: np.ndarray) -> np.ndarray:
+    """A step series' value at each of ``times`` (0 before its first sample)."""
+    ts, values = series
+    if not len(ts):
+        return np.zeros(len(times))
+    k = np.searchsorted(ts, times, side="right") - 1
+    return np.where(k >= 0, values[np.maximum(k, 0)], 0.0)
 
 
 def _small_unique(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
