@@ -118,3 +118,23 @@ def test_a_recorder_captures_one_session(tmp_path):
     with pytest.raises(RuntimeError, match="one session"):
         rec.start()
     assert sink.subscriber_count == 0
+
+
+def test_host_cpu_and_memory_are_sampled_while_capturing(tmp_path):
+    import time as _time
+
+    program = chain_program()
+
+    def work(rt):
+        rt.device(0).launch(program, buffers_for(program), name="aten::exp")
+        _time.sleep(0.35)  # a few sampling intervals
+
+    rec = capture(tmp_path, work, CaptureConfig(device_profile="session", cpu_util=True, host_memory=True))
+    profile = open_profile(rec.session_dir)
+    cpu = profile.table("CpuUsage").to_pylist()
+    memory = profile.table("HostMemUsage").to_pylist()
+    assert len(memory) >= 2 and all(0 < m["used_percent"] < 100 and m["used_bytes"] > 0 for m in memory)
+    averages = [c for c in cpu if c["cpu_id"] == "average"]
+    assert len(averages) == len(memory) and all(0 <= c["util_percent"] <= 100 for c in cpu)
+    assert {c["cpu_id"] for c in cpu} >= {"average", "0"}
+    assert all(0 <= m["timestamp"] for m in memory) and memory == sorted(memory, key=lambda m: m["timestamp"])

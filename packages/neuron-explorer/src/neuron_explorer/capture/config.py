@@ -113,6 +113,8 @@ class CaptureConfig:
     max_events_per_nc: int = DEFAULT_MAX_EVENTS_PER_NC
     num_warmup: int = 0  # device profile: executions skipped (per NEFF and core in model mode)
     capture_sources: bool = True  # copy the source files instructions point at into the session
+    cpu_util: bool = False  # sample host CPU utilization (ProfileMode.CPU_UTIL)
+    host_memory: bool = False  # sample host memory (ProfileMode.HOST_MEMORY)
 
     def __post_init__(self):
         object.__setattr__(self, "device_profile", _device_profile(self.device_profile, "device_profile"))
@@ -131,6 +133,8 @@ class CaptureConfig:
         updates: dict = {}
         if SYSTEM_PROFILE_ENV in env:
             updates["system_profile"] = _flag(env[SYSTEM_PROFILE_ENV], SYSTEM_PROFILE_ENV)
+        # A system profile includes the host's CPU and memory samples (the SDK's cpu_util.pb / host_mem.pb).
+        updates["cpu_util"] = updates["host_memory"] = updates.get("system_profile", True)
         if env.get(FILTER_NC_ENV, "").strip():
             updates["cores"] = parse_core_list(env[FILTER_NC_ENV], FILTER_NC_ENV)
         if env.get(FILTER_TYPE_ENV, "").strip():
@@ -162,4 +166,6 @@ class CaptureConfig:
             "max_events_per_nc": self.max_events_per_nc,
             "num_warmup": self.num_warmup,
             "capture_sources": self.capture_sources,
+            "cpu_util": self.cpu_util,
+            "host_memory": self.host_memory,
         }

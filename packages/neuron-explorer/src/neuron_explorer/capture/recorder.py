@@ -22,6 +22,7 @@ from neuron_sim.trace import TraceSink, global_sink
 from ..errors import CaptureConfigError
 from ..session.writer import SessionWriter, new_session_dir
 from .config import DEFAULT_OUTPUT_DIR, CaptureConfig
+from .host_samples import HostSampler
 
 FLUSH_SECONDS = 0.2
 _TASK_EVENTS = {"neff": ("nc_exec_running", "nrt_execute"), "copy": ("dmem_buf_copy",)}
@@ -57,6 +58,7 @@ class Recorder:
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self._started = False
+        self._sampler: HostSampler | None = None
         self.session_dir: Path | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -82,6 +84,9 @@ class Recorder:
         except OSError as err:
             raise CaptureConfigError(f"cannot create the profile output directory {self.output_dir}: {err}") from err
         self._writer = SessionWriter(self.session_dir, self.config.to_dict(), self.display_name)
+        if self.config.cpu_util or self.config.host_memory:
+            self._sampler = HostSampler(self.session_dir, self.config.cpu_util, self.config.host_memory)
+            self._sampler.start()
 
     def stop(self) -> Path | None:
         """Stop capturing and finish the session files; returns the session directory (None if a lazy
@@ -96,6 +101,10 @@ class Recorder:
                  "dropped_per_nc": {str(k): v for k, v in sorted(self._dropped.items())}}
         if self._writer is None and self._error is None and (self._counts or self._dropped):
             self._open_session()  # everything was dropped: the session still says so
+        if self._sampler is not None:
+            self._sampler.stop()
+            if self._sampler.problem:
+                stats["host_samples_problem"] = self._sampler.problem
         if self._writer is not None:
             self._writer.close(stats, capture_sources=self.config.capture_sources)
         if self._error is not None:

@@ -273,10 +273,29 @@ class _Ingest:
             writer = TableWriter(self.out, TABLES[name])
             writer.append_rows(rows)
             writer.close()
+        self._host_samples()
         fields = TableWriter(self.out, TABLES["SchemaFields"])
         table = schema_fields_table()
         fields.append(table.num_rows, **{c: table.column(c).combine_chunks() for c in table.column_names})
         fields.close()
+
+    def _host_samples(self) -> None:
+        cpu, memory = TableWriter(self.out, TABLES["CpuUsage"]), TableWriter(self.out, TABLES["HostMemUsage"])
+        cpu_rows, memory_rows = [], []
+        for sample in self.session.host_samples():
+            t = sample["t"] - self.origin
+            cpu_rows += [{"timestamp": t, "util_percent": float(v), "cpu_id": str(k), "instance_id": self.host}
+                         for k, v in (sample.get("cpu") or {}).items()]
+            if "mem_used" in sample:
+                memory_rows.append({"timestamp": t, "used_bytes": int(sample["mem_used"]), "instance_id": self.host,
+                                    "used_percent": 100.0 * sample["mem_used"] / max(1, sample["mem_total"])})
+            if len(cpu_rows) >= 8192:
+                cpu.append_rows(cpu_rows)
+                cpu_rows.clear()
+        cpu.append_rows(cpu_rows)
+        memory.append_rows(memory_rows)
+        cpu.close()
+        memory.close()
 
     def _warnings(self) -> list[tuple[str, str]]:
         warnings = []

@@ -363,6 +363,20 @@ SYSTEM_PROFILE_EVENTS = Table("SystemProfileEvents", "timeline", "Runtime (host)
     F("extra_attributes_json", "string", "Attributes without a column of their own, as JSON.", required=False),
 ))
 
+CPU_USAGE = Table("CpuUsage", "time series", "Host CPU utilization samples, per CPU core and averaged.", (
+    F("timestamp", "int64", "Host clock of this sample, from the capture's start.", NS),
+    F("util_percent", "float64", "Utilization over the interval before this sample.", "percent"),
+    F("cpu_id", "string", "The CPU core, or average for all cores."),
+    F("instance_id", "string", "Host the sample was taken on."),
+))
+
+HOST_MEM_USAGE = Table("HostMemUsage", "time series", "Host memory samples.", (
+    F("timestamp", "int64", "Host clock of this sample, from the capture's start.", NS),
+    F("used_bytes", "int64", "Host memory in use (total - available).", BYTES),
+    F("used_percent", "float64", "used_bytes / total.", "percent"),
+    F("instance_id", "string", "Host the sample was taken on."),
+))
+
 WARNING = Table("Warning", "diagnostics", "Warnings produced while capturing or processing the profile.", (
     F("message", "string", "What is missing or unexpected."),
     F("category", "string", "Missing Data, Dropped Events, ..."),
@@ -382,5 +396,5 @@ SCHEMA_FIELDS = Table("SchemaFields", "metadata", "Every field of every table, a
 TABLES: dict[str, Table] = {t.name: t for t in (
     INSTRUCTION, DMA_PACKET, SEMAPHORE_UPDATE, ACTIVE_TIME, HBM_USAGE, SBUF_USAGE, PSUM_USAGE, FLOW, FRAMEWORK_NODE, SUMMARY, OPCODE_SUMMARY,
     TENSOR_INFO, STACK_FRAME, STACK_FRAME_FILE_LOCATION, STACK_FRAME_FILE_NAME, STACK_FRAME_FUNCTION_NAME, METADATA,
-    EXECUTION_INFO, SYSTEM_PROFILE_EVENTS, WARNING, SCHEMA_FIELDS,
+    EXECUTION_INFO, SYSTEM_PROFILE_EVENTS, CPU_USAGE, HOST_MEM_USAGE, WARNING, SCHEMA_FIELDS,
 )}

@@ -175,6 +175,8 @@ def make_handler(explorer: Explorer, token: str | None):
                 return data.instruction(int(rest[0]))
             if route == "system":
                 return data.system_window((q.get("clock") or ["device"])[0], _number(q, "start"), _number(q, "end"), bins)
+            if route == "host" and not rest:
+                return data.host_samples()
             if route == "execution" and len(rest) == 1:
                 return data.execution(int(rest[0]))
             if route == "hierarchy" and not rest:

@@ -196,6 +196,13 @@ class ProfileData:
                     names.take(pa.array(picked)).to_pylist())]
         return w
 
+    def host_samples(self) -> dict:
+        """Host CPU (average over cores) and memory samples, on the host clock."""
+        cpu = self.profile.table("CpuUsage", filters=[("cpu_id", "=", "average")], columns=["timestamp", "util_percent"])
+        memory = self.profile.table("HostMemUsage", columns=["timestamp", "used_percent"])
+        return {"cpu": list(zip(cpu.column("timestamp").to_pylist(), cpu.column("util_percent").to_pylist())),
+                "memory": list(zip(memory.column("timestamp").to_pylist(), memory.column("used_percent").to_pylist()))}
+
     def execution(self, launch_id: int) -> dict:
         rows = self.profile.table("ExecutionInfo", filters=[("launch_id", "=", launch_id)]).to_pylist()
         if not rows:

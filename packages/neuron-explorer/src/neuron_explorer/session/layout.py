@@ -4,6 +4,7 @@
         session.json            versions, host, pid, clocks, capture options, what the files hold
         system_trace.jsonl      one JSON object per runtime task (launches, copies, host tasks), in
                                 completion order per queue; appended while the capture runs
+        host_samples.jsonl      host CPU utilization and memory samples, when captured
         device/timing_<n>.*.parquet
                                 the device timeline of each distinct program schedule (instructions,
                                 DMA transfers, semaphore updates), times relative to the program start;
@@ -25,6 +26,7 @@ import pyarrow as pa
 
 SESSION_FILE = "session.json"
 SYSTEM_TRACE_FILE = "system_trace.jsonl"
+HOST_SAMPLES_FILE = "host_samples.jsonl"  # host CPU and memory samples (CPU_UTIL / HOST_MEMORY captures)
 DEVICE_DIR = "device"
 NEFF_DIR = "neffs"
 SOURCES_DIR = "sources"

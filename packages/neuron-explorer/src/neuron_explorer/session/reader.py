@@ -67,6 +67,8 @@ class Session:
             raise ProfileFormatError(f"{info_path} is not a neuron-explorer capture session (format {found!r})")
         check_readable(info.get("version"), SESSION_FORMAT_VERSION, str(info_path))
         self.info = info
+        if info.get("host_samples_problem"):
+            self.warnings.append((info["host_samples_problem"], "Missing Data"))
         if not info.get("complete"):
             self.warnings.append((f"the capture in {self.path} did not finish (the process ended before the recorder "
                                   f"stopped): its programs and device traces may be missing", "Incomplete Capture"))
@@ -91,7 +93,7 @@ class Session:
     def fingerprint(self) -> str:
         """Changes whenever the session's files do (a re-ingest is needed then)."""
         parts = []
-        for name in (layout.SESSION_FILE, layout.SYSTEM_TRACE_FILE, layout.FRAMEWORK_TRACE_FILE):
+        for name in (layout.SESSION_FILE, layout.SYSTEM_TRACE_FILE, layout.HOST_SAMPLES_FILE, layout.FRAMEWORK_TRACE_FILE):
             try:
                 st = (self.path / name).stat()
                 parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
@@ -122,6 +124,23 @@ class Session:
                         return
                     raise ProfileFormatError(f"{path}, line {number}: not a JSON record (corrupt trace): {err}") from None
                 yield self._checked(record, path, number)
+
+    def host_samples(self) -> Iterator[dict]:
+        """Host CPU / memory samples (none if the capture took none); a cut-off last line is skipped."""
+        path = self.path / layout.HOST_SAMPLES_FILE
+        if not path.is_file():
+            return
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                try:
+                    sample = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                    if not raw.endswith(b"\n"):
+                        return
+                    raise ProfileFormatError(f"{path}, line {number}: not a JSON sample (corrupt): {err}") from None
+                if not isinstance(sample, dict) or not isinstance(sample.get("t"), int):
+                    raise ProfileFormatError(f"{path}, line {number}: not a host sample: {str(sample)[:80]!r}")
+                yield sample
 
     @staticmethod
     def _checked(record, path: Path, number: int) -> dict:

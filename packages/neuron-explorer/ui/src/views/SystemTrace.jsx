@@ -1,5 +1,6 @@
-import { useCallback, useEffect, useState } from "react";
+import { useCallback, useEffect, useMemo, useState } from "react";
 import { api } from "../api.js";
+import { Chart } from "../chart.jsx";
 import { Timeline } from "../timeline.jsx";
 import { paletteColor, pct, time } from "../format.js";
 
@@ -31,6 +32,30 @@ function Lanes({ pid, clock, onSelect, title, onRows }) {
   );
 }
 
+function HostSamples({ pid }) {
+  const [samples, setSamples] = useState(null);
+  useEffect(() => { api(`p/${pid}/host`).then(setSamples).catch(() => setSamples({ cpu: [], memory: [] })); }, [pid]);
+  const option = useMemo(() => samples && {
+    animation: false,
+    legend: { data: ["CPU %", "memory %"], top: 0 },
+    grid: { left: 60, right: 30, top: 25, bottom: 25 },
+    tooltip: { trigger: "axis" },
+    xAxis: { type: "value", axisLabel: { formatter: (v) => time(v) } },
+    yAxis: { type: "value", max: 100, name: "%" },
+    series: [
+      { name: "CPU %", type: "line", symbol: "none", data: samples.cpu },
+      { name: "memory %", type: "line", symbol: "none", data: samples.memory },
+    ],
+  }, [samples]);
+  if (!samples || (!samples.cpu.length && !samples.memory.length)) return null;
+  return (
+    <>
+      <h3>Host CPU and memory (host clock)</h3>
+      <Chart option={option} style={{ height: 160 }} testId="host-samples" />
+    </>
+  );
+}
+
 export function SystemTrace({ pid, nav }) {
   const [execution, setExecution] = useState(null);
   const [rows, setRows] = useState([]);
@@ -42,6 +67,7 @@ export function SystemTrace({ pid, nav }) {
       <Lanes pid={pid} clock="device" onSelect={select} onRows={setRows}
         title="Device executions per NeuronCore and queue (device clock)" />
       <Lanes pid={pid} clock="host" onSelect={select} title="Runtime calls per host thread (host clock)" />
+      <HostSamples pid={pid} />
       <h3>Longest executions in view</h3>
       <table className="grid small" data-testid="executions-in-view">
         <thead><tr><th>launch</th><th>lane</th><th>name</th><th>duration</th></tr></thead>
