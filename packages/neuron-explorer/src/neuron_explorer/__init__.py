@@ -10,19 +10,18 @@
 Importable without torch; the torch.profiler side lives in ``torch_neuronx.profiling``.
 """
 
-__version__ = "0.1.0"
-
-from .capture import CaptureConfig, Recorder  # noqa: E402 - the version first: modules below read it
-from .errors import (  # noqa: E402
+from .capture import CaptureConfig, Recorder
+from .errors import (
     CaptureConfigError,
     ExplorerError,
     MissingNeffError,
     ProfileFormatError,
     SchemaVersionError,
 )
-from .ingest import ingest  # noqa: E402
-from .profile import Profile, open_profile  # noqa: E402
-from .schema import SCHEMA_VERSION, TABLES, describe_schema  # noqa: E402
+from .ingest import ingest
+from .profile import Profile, open_profile
+from .schema import SCHEMA_VERSION, TABLES, describe_schema
+from .version import __version__
 
 __all__ = [
     "CaptureConfig", "Recorder", "ingest", "Profile", "open_profile", "SCHEMA_VERSION", "TABLES", "describe_schema",

@@ -18,15 +18,22 @@ import time
 import webbrowser
 from pathlib import Path
 
-from . import __version__
+from neuron_sim.neff import Neff
+from neuron_sim.runtime import RuntimeConfig
+
 from .capture import config as capture_env
 from .capture.config import CaptureConfig, parse_core_list, parse_event_filter
 from .errors import ExplorerError
+from .ingest import ingest
 from .output.export import FORMATS, export
 from .output.summary_text import summary_text
 from .profile import Profile, open_profile
 from .schema import describe_schema
+from .server import Explorer, ExplorerServer, new_token
+from .session.from_neff import session_from_neff
 from .session.reader import find_sessions
+from .session.writer import neff_file_stem
+from .version import __version__
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -104,8 +111,6 @@ def _inspect(args) -> int:
     if args.num_warmup is not None:
         env[capture_env.NUM_WARMUP_ENV] = str(args.num_warmup)
     config = CaptureConfig.from_env(env)  # every bad option is reported here, before the command runs
-    from neuron_sim.runtime import RuntimeConfig
-
     config.check_cores(RuntimeConfig.from_env(env).visible_cores)
     before = set(find_sessions(args.output_dir)) if Path(args.output_dir).is_dir() else set()
     started = time.time()
@@ -127,8 +132,6 @@ def _inspect(args) -> int:
 def _profiles(args) -> list[Profile]:
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     if args.neff and not args.session:
-        from .session.from_neff import session_from_neff
-
         out = args.output_dir or tempfile.mkdtemp(prefix="neuron-explorer-")
         return [open_profile(session_from_neff(args.neff, out), progress=progress)]
     where = args.session or args.directory or os.environ.get(capture_env.OUTPUT_DIR_ENV) or capture_env.DEFAULT_OUTPUT_DIR
@@ -142,8 +145,6 @@ def _profiles(args) -> list[Profile]:
     profiles = []
     for session in sessions:
         if args.reingest or args.ignore_device_profile or args.display_name:
-            from .ingest import ingest
-
             profiles.append(Profile(ingest(session, display_name=args.display_name,
                                            ignore_device_profile=args.ignore_device_profile, progress=progress)))
         else:
@@ -175,8 +176,6 @@ def _view(args) -> int:
 
 
 def _serve(args, profiles: list[Profile]) -> int:
-    from .server import Explorer, ExplorerServer, new_token
-
     token = args.token
     loopback = args.host in ("127.0.0.1", "localhost", "::1")
     if token == "auto" or (token is None and not loopback and not args.no_token):
@@ -188,10 +187,6 @@ def _serve(args, profiles: list[Profile]) -> int:
     server = ExplorerServer(Explorer(profiles, roots), args.host, args.port, token)
     url = server.url
     if args.neff and args.session:  # open the device trace at the first execution of that NEFF's program
-        from neuron_sim.neff import Neff
-
-        from .session.writer import neff_file_stem
-
         url += ("&" if "?" in url else "?") + f"neff={neff_file_stem(Neff.load(args.neff).program.name)}#/device?p=0"
     print(f"View the profile{'s' if len(profiles) > 1 else ''} at {url}\nctrl-c to exit", flush=True)
     if args.open:

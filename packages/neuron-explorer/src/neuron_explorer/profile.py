@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import ExplorerError, ProfileFormatError
+from .ingest import default_profile_dir, ingest
 from .output.parquet import SCHEMA_VERSION_KEY, TABLE_KEY, open_parquet
 from .schema import SCHEMA_VERSION, TABLES, check_readable
 from .session import layout
@@ -103,8 +104,6 @@ def open_profile(path: str | os.PathLike, *, reingest: bool = False, progress: b
 
 
 def _session_profile(session_dir: Path, reingest: bool, progress: bool) -> Profile:
-    from .ingest import default_profile_dir, ingest
-
     target = default_profile_dir(session_dir)
     if not reingest and (target / "Metadata.parquet").is_file():
         try:

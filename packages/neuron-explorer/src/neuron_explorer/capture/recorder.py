@@ -17,6 +17,7 @@ import os
 import threading
 from pathlib import Path
 
+from neuron_sim.runtime import RuntimeConfig, current_runtime
 from neuron_sim.trace import TraceSink, global_sink
 
 from ..errors import CaptureConfigError
@@ -30,8 +31,6 @@ _TASK_EVENTS = {"neff": ("nc_exec_running", "nrt_execute"), "copy": ("dmem_buf_c
 
 def visible_cores() -> list[int]:
     """The logical cores this process's runtime exposes (the one that exists, or the environment's)."""
-    from neuron_sim.runtime import RuntimeConfig, current_runtime
-
     runtime = current_runtime()
     if runtime is not None:
         return list(runtime.config.visible_cores)

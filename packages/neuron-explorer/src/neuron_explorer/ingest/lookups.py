@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
+import neuron_sim
 import numpy as np
 import pyarrow as pa
+from neuron_sim import get_architecture
 
 from .. import schema
+from ..version import __version__
 
 
 class SourceFrames:
@@ -71,13 +76,6 @@ def tensor_info_rows(neff_name: str, program, view) -> list[dict]:
 
 def metadata_row(info: dict, target: str, first_hw: int, last_hw: int, display_name: str | None, session_dir: str,
                  fingerprint: str) -> dict:
-    import datetime as dt
-
-    import neuron_sim
-    from neuron_sim import get_architecture
-
-    from .. import __version__
-
     arch = get_architecture(target)
 
     def utc(ns):

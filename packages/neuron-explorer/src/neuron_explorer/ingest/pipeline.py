@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 from neuron_sim import get_architecture
+from tqdm import tqdm
 
 from ..errors import ExplorerError
 from ..output.parquet import TableWriter
@@ -166,8 +167,6 @@ class _Ingest:
     def run(self) -> None:
         bar = None
         if self.progress:
-            from tqdm import tqdm
-
             bar = tqdm(total=self.session.trace_path.stat().st_size, unit="B", unit_scale=True,
                        desc=f"ingesting {self.session.path.name}", leave=False)
         try:

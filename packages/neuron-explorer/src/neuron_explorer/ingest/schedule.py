@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import ProfileFormatError
 from .intervals import grouped_busy, merge_intervals, throughput_series
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
@@ -62,8 +63,6 @@ def build_view(key: str, neff_name: str, tables: dict[str, pa.Table], total_ns: 
     ins = tables["instructions"]
     pcs = ins.column("pc").to_numpy()
     if len(pcs) and (pcs.min() < 0 or pcs.max() >= program_length):
-        from ..errors import ProfileFormatError
-
         raise ProfileFormatError(f"device trace {key} refers to instruction {int(pcs.max())}, but NEFF {neff_name} has "
                                  f"{program_length} instructions: the trace belongs to another NEFF")
     start = ins.column("start").to_numpy()
@@ -84,8 +83,6 @@ def build_view(key: str, neff_name: str, tables: dict[str, pa.Table], total_ns: 
     dma = {name: dma_table.column(name) for name in dma_table.column_names}
     dma_rows = np.flatnonzero(engine == "dma")
     if len(dma_rows) != dma_table.num_rows:
-        from ..errors import ProfileFormatError
-
         raise ProfileFormatError(f"device trace {key}: {len(dma_rows)} DMA instructions but {dma_table.num_rows} DMA "
                                  f"transfers; the trace is inconsistent")
     dma["row"] = dma_rows

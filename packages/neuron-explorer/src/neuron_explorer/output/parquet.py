@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..errors import ProfileFormatError
 from ..schema.tables import Table
 from ..schema.version import SCHEMA_VERSION
 
@@ -45,8 +46,6 @@ _IN_FLIGHT = threading.BoundedSemaphore(4)
 def open_parquet(path: Path, what: str, missing: str) -> pq.ParquetFile:
     """A Parquet file opened for reading; a missing, corrupt or foreign file is a ProfileFormatError
     naming it (``what`` says what the file is, ``missing`` what to do when it is not there)."""
-    from ..errors import ProfileFormatError
-
     try:
         return pq.ParquetFile(path)
     except FileNotFoundError:

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from neuron_sim.neff import Neff
 
-from .. import __version__
 from ..schema.version import SESSION_FORMAT_VERSION
+from ..version import __version__
 from . import layout
 
 MAX_SOURCE_BYTES = 4 << 20  # source files larger than this are not copied (the UI asks for a source root)
