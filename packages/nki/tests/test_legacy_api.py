@@ -9,6 +9,7 @@ import neuronxcc.nki.language as nl
 import nki as new_nki
 import numpy as np
 import pytest
+from neuron_sim.errors import ConfigurationError
 from nki_helpers import assert_close, rand
 
 
@@ -241,3 +242,34 @@ def test_negative_index_expression_is_out_of_bounds():
 
     with pytest.raises(nki.NkiValidationError, match=r"\[index.out_of_bounds\].*-1 \+ 1 \* arange\(128\)"):
         shifted(rand((128, 4)))
+
+
+def test_platform_target_is_honoured_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match="platform_target='trn3'.*honoured"):
+        @nki.jit(mode="simulation", platform_target="trn3")
+        def copy_trn3(a):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, nl.load(a))
+            return out
+
+    x = rand((128, 64), seed=21)
+    np.testing.assert_array_equal(copy_trn3(x), x)
+    assert copy_trn3.last_timing[0].summary["target"] == "trn3"
+    assert copy_trn3.compile((x,), {}).arch.name == "trn3"
+    with pytest.raises(new_nki.NkiError, match="removed in NKI 0.3"):
+        new_nki.jit(platform_target="trn3")  # the NKI 0.3+ namespace refuses it, as the SDK does
+    with pytest.raises(ConfigurationError, match="trn9"):
+        nki.jit(platform_target="trn9")
+
+
+def test_trace_memset_shape_and_mgrid_attributes():
+    @nki.trace
+    def filled(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        grid = nl.mgrid[0:128, 0:32]
+        t = nisa.memset(shape=(128, 32), value=0.25, dtype=nl.float32)
+        nl.store(out[grid.p, grid.x], nl.add(t, nl.load(a[grid.p, grid.x])))
+        return out
+
+    x = rand((128, 32), seed=22)
+    np.testing.assert_array_equal(filled(x), x + np.float32(0.25))

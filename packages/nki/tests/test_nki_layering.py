@@ -64,8 +64,11 @@ def test_no_first_party_import_inside_a_function():
 
 
 def test_nki_does_not_import_torch_or_torch_neuronx():
+    # nki.compat runs other people's kernel tests; it imports torch (optionally) only to log the
+    # comparisons of units that use torch themselves.
     found = [f"{p.relative_to(ROOT)}:{node.lineno} imports {name}"
-             for p in SOURCES for name, node, _ in _imports(p) if name.split(".")[0] in ("torch", "torch_neuronx")]
+             for p in SOURCES if p.relative_to(ROOT).parts[0] != "compat"
+             for name, node, _ in _imports(p) if name.split(".")[0] in ("torch", "torch_neuronx")]
     assert not found, found
 
 

@@ -20,6 +20,7 @@ from .arrays import ArrayType, register_array_type, registered_array_types, unre
 from .benchmarking import BenchmarkResult, Latency, benchmark
 from .errors import NkiError, NkiValidationError
 from .kernel import CompiledKernel, Kernel, jit
+from .language.dtypes import DType as dtype
 from .simulation import baremetal, simulate, simulate_kernel
 from .tensor import NkiTensor
 
@@ -28,5 +29,5 @@ __version__ = "0.6.0+sim"
 __all__ = [
     "isa", "language", "jit", "Kernel", "CompiledKernel", "simulate", "simulate_kernel", "baremetal", "benchmark",
     "BenchmarkResult", "Latency", "NkiError", "NkiValidationError", "NkiTensor", "__version__",
-    "ArrayType", "register_array_type", "unregister_array_type", "registered_array_types",
+    "dtype", "ArrayType", "register_array_type", "unregister_array_type", "registered_array_types",
 ]

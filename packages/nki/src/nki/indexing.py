@@ -206,7 +206,21 @@ class _MGrid:
         for axis, s in enumerate(key):
             r = range(s.start or 0, s.stop, s.step or 1)
             out.append(IndexExpr(len(r), r.step, r.start, axis, len(key)))
-        return tuple(out) if len(out) > 1 else out[0]
+        return Grid(out) if len(out) > 1 else out[0]
+
+
+class Grid(tuple):
+    """The index expressions of an ``nl.mgrid``, one per axis; ``.p`` is the partition (first)
+    axis and ``.x`` the second, as legacy kernels name them (``grid = nl.mgrid[0:128, 0:512];
+    t[grid.p, grid.x]``)."""
+
+    @property
+    def p(self) -> IndexExpr:
+        return self[0]
+
+    @property
+    def x(self) -> IndexExpr:
+        return self[1]
 
 
 mgrid = _MGrid()
@@ -253,10 +267,11 @@ def _compare(v, op, bound) -> bool:
     return {"<": v < bound, "<=": v <= bound, ">": v > bound, ">=": v >= bound}[op]
 
 
-def normalize_key(key, shape: tuple[int, ...], on_chip: bool, overruns: list | None = None,
+def normalize_key(key, shape: tuple[int, ...], partition_axis: int | None, overruns: list | None = None,
                   index_vars: list | None = None) -> list[tuple[int, int, int, bool]]:
-    """Per dimension of ``shape``: (start, count, step, keep). Integers drop a dim (except an
-    on-chip partition dim, which stays with size 1); everything else keeps it.
+    """Per dimension of ``shape``: (start, count, step, keep). Integers drop a dim (except the
+    partition dim of an on-chip tile, ``partition_axis``, which stays with size 1; None for HBM);
+    everything else keeps it.
 
     A legacy index expression may run past the end of its dimension when a ``mask=`` cuts it
     back (``a[i * 128 + ix, iy]`` with ``mask=(i * 128 + ix < rows)``): it is clipped to the
@@ -316,7 +331,7 @@ def normalize_key(key, shape: tuple[int, ...], on_chip: bool, overruns: list | N
                 i += dim
             if not 0 <= i < dim:
                 raise tracing.current().error("index.out_of_bounds", f"index {int(k)} is out of bounds for dimension {axis} of size {dim}")
-            out.append((i, 1, 1, on_chip and axis == 0))
+            out.append((i, 1, 1, axis == partition_axis))
         else:
             raise tracing.current().error("index.type", f"cannot index a tensor with {type(k).__name__} ({k!r})")
     return out

@@ -8,6 +8,7 @@ are the legacy SPMD form, whose instances run one after another on one core.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import itertools
@@ -20,6 +21,8 @@ from neuron_sim.timing import program_timing
 
 from . import arrays, tracing
 from .errors import NkiError, NkiValidationError
+from .language.objects import NKIObject
+from .language.objects import fields as object_fields
 from .launch import run
 from .storage import Storage, hbm_storage
 from .tensor import NkiTensor
@@ -80,6 +83,8 @@ def _freeze(value):
         return tuple(_freeze(v) for v in value)
     if isinstance(value, dict):
         return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, NKIObject) or dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value), _freeze(object_fields(value)))
     try:
         hash(value)
     except TypeError:
@@ -135,7 +140,7 @@ class Kernel:
         return (arch.name, self.grid, tuple(sig(a) for a in args), tuple(sorted((k, sig(v)) for k, v in kwargs.items())))
 
     def compile(self, args, kwargs, arch: Architecture | None = None) -> CompiledKernel:
-        arch = arch or get_architecture()
+        arch = arch or get_architecture(self.options.get("platform_target"))
         key = self.signature(args, kwargs, arch)
         compiled = self._cache.get(key)
         if compiled is None:
@@ -284,11 +289,18 @@ def _merge_tables(contexts) -> list[TensorDecl]:
 
 def jit(func=None, **options):
     """Decorate a kernel function. ``mode=`` and other legacy options are accepted and ignored;
-    the target comes from NEURON_PLATFORM_TARGET_OVERRIDE, as in NKI 0.3+."""
+    the target comes from NEURON_PLATFORM_TARGET_OVERRIDE, as in NKI 0.3+ (``platform_target=``
+    is refused here; the legacy ``neuronxcc.nki.jit`` still honours it)."""
     if "platform_target" in options:
-        raise NkiError("nki.jit(platform_target=...) was removed in NKI 0.3; set NEURON_PLATFORM_TARGET_OVERRIDE instead")
+        raise NkiError("nki.jit(platform_target=...) was removed in NKI 0.3; set NEURON_PLATFORM_TARGET_OVERRIDE instead "
+                       "(the legacy neuronxcc.nki.jit still accepts it)")
+    return make_kernel(func, options)
+
+
+def make_kernel(func, options: dict):
+    """``func`` (or, with ``func=None``, a decorator) as a Kernel with ``options``."""
     if func is None:
-        return lambda f: Kernel(f, **options)
+        return lambda f: make_kernel(f, options)
     if isinstance(func, Kernel):
         return func
     return Kernel(func, **options)

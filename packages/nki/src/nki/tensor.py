@@ -31,30 +31,26 @@ from . import tracing
 from .errors import NkiValidationError
 from .indexing import IndexExpr, normalize_key
 from .registers import VirtualRegister, new_register
-from .storage import Storage
-
-
-def _row_major_strides(shape) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return tuple(reversed(strides))
+from .storage import Storage, row_major_strides
 
 
 class NkiTensor:
     """A view of a Storage. Indexing, reshape, permute, broadcast and ``ap`` return new views."""
 
     __slots__ = ("storage", "dtype", "shape", "strides", "offset", "_ap", "_pending_matmul", "_indirect", "_overrun",
-                 "_index_vars", "_mask_window", "_dynamic", "__weakref__")
+                 "_index_vars", "_mask_window", "_dynamic", "partition_axis", "__weakref__")
     __array_priority__ = 1000  # numpy scalars defer to our operators
 
-    def __init__(self, storage: Storage, shape=None, strides=None, offset: int = 0, dtype: str | None = None):
+    def __init__(self, storage: Storage, shape=None, strides=None, offset: int = 0, dtype: str | None = None,
+                 partition_axis: int | None = None):
         self.storage = storage
         self.dtype = dtype or storage.dtype
         self.shape = tuple(storage.shape if shape is None else shape)
-        self.strides = tuple(_row_major_strides(storage.shape) if strides is None else strides)
+        self.strides = tuple(storage.strides() if strides is None else strides)
         self.offset = offset
+        # On chip: the dim of this view that walks partitions (0 but for legacy block-dim tiles,
+        # ``nl.ndarray((n, nl.par_dim(128), f))``, until their block dims are indexed away).
+        self.partition_axis = storage.partition_axis if partition_axis is None and shape is None else (partition_axis or 0)
         self._ap = None
         self._pending_matmul = None  # set by nl.matmul on its fresh result (see memory_ops.accumulate_into)
         self._indirect = None  # (index tile, rows) of a vector_offset view: row p is row index[p] of the storage
@@ -89,10 +85,11 @@ class NkiTensor:
     def __repr__(self) -> str:
         return f"NkiTensor({self.name or '?'}, shape={list(self.shape)}, dtype={self.dtype}, buffer={self.buffer})"
 
-    def _view(self, shape, strides, offset, dtype=None) -> NkiTensor:
+    def _view(self, shape, strides, offset, dtype=None, partition_axis: int | None = None) -> NkiTensor:
         if self._indirect is not None:
             raise self._indirect_only()
-        view = NkiTensor(self.storage, shape, strides, offset, dtype or self.dtype)
+        view = NkiTensor(self.storage, shape, strides, offset, dtype or self.dtype,
+                         self.partition_axis if partition_axis is None else partition_axis)
         view._dynamic = self._dynamic
         return view
 
@@ -104,9 +101,11 @@ class NkiTensor:
         )
 
     def is_contiguous(self) -> bool:
-        start = 1 if self.storage.on_chip else 0
+        """Whether the view walks memory densely (on chip: within each partition)."""
+        dims = [(n, s) for i, (n, s) in enumerate(zip(self.shape, self.strides))
+                if not (self.storage.on_chip and i == self.partition_axis)]
         expected = 1
-        for size, stride in reversed(list(zip(self.shape[start:], self.strides[start:]))):
+        for size, stride in reversed(dims):
             if size != 1 and stride != expected:
                 return False
             expected *= size
@@ -124,13 +123,16 @@ class NkiTensor:
             # expression over the full space (x[i_p, 0] with i_p over 128) is shifted into it.
             key = tuple(k._with(const=k.const - self._mask_window[i]) if isinstance(k, IndexExpr) and i in self._mask_window
                         else k for i, k in enumerate(key))
-        dims = normalize_key(key, self.shape, self.storage.on_chip, overruns, index_vars)
+        dims = normalize_key(key, self.shape, self.partition_axis if self.storage.on_chip else None, overruns, index_vars)
         if self._mask_window:  # past the window is the part the masked op did not compute: clip it
             overruns = [o for o in overruns if o[0] not in self._mask_window]
         shape, strides, offset, out_axis, out_vars = [], [], self.offset, {}, []
+        partition_axis = 0
         for axis, (start, count, step, keep) in enumerate(dims):
             offset += start * self.strides[axis]
             if keep:
+                if axis == self.partition_axis:
+                    partition_axis = len(shape)
                 out_axis[axis] = len(shape)
                 shape.append(count)
                 strides.append(self.strides[axis] * step)
@@ -138,7 +140,7 @@ class NkiTensor:
                 out_vars.append(index_vars[axis] if index_vars[axis] is not None else inherited)
         if not shape:  # HBM scalar selection keeps one element
             shape, strides, out_vars = [1], [1], [None]
-        view = self._view(tuple(shape), tuple(strides), offset)
+        view = self._view(tuple(shape), tuple(strides), offset, partition_axis=partition_axis)
         if any(v is not None for v in out_vars):
             view._index_vars = tuple(out_vars)  # legacy masks match dims by index variable
         if overruns or self._overrun:
@@ -163,11 +165,20 @@ class NkiTensor:
         return self[tuple(key)]
 
     # --- reshaping views ----------------------------------------------------------------------
+    def _plain_tile(self) -> None:
+        """Reshaping views assume the partition dim is dim 0: a legacy block-dim tile
+        (``(n, par_dim(128), f)``) is indexed down to one tile first (``t[i]``)."""
+        if self.storage.on_chip and self.partition_axis != 0:
+            raise tracing.current().error(
+                "view.partition_dim", f"{self!r} has block dims before its partition dim (dim {self.partition_axis}): "
+                "index a block (t[i]) before reshaping, permuting or broadcasting")
+
     def _require(self, ok: bool, rule: str, message: str) -> None:
         if not ok:
             raise tracing.current().error(rule, message)
 
     def permute(self, dims) -> NkiTensor:
+        self._plain_tile()
         dims = tuple(dims)
         self._require(sorted(dims) == list(range(self.ndim)), "view.permute", f"{dims} is not a permutation of {self.ndim} dims")
         self._require(not self.storage.on_chip or dims[0] == 0, "view.partition_dim",
@@ -181,6 +192,7 @@ class NkiTensor:
         return self.permute((1, 0))
 
     def broadcast(self, dim: int, size: int) -> NkiTensor:
+        self._plain_tile()
         self._require(self.shape[dim] == 1, "view.broadcast", f"only size-1 dims broadcast; dim {dim} has size {self.shape[dim]}")
         self._require(not (self.storage.on_chip and dim == 0), "view.partition_dim",
                       "on-chip tensors cannot broadcast the partition dim as a view")
@@ -189,6 +201,7 @@ class NkiTensor:
         return self._view(tuple(shape), tuple(strides), self.offset)
 
     def expand_dim(self, dim: int) -> NkiTensor:
+        self._plain_tile()
         self._require(not (self.storage.on_chip and dim == 0), "view.partition_dim", "cannot insert a dim before the partition dim")
         shape, strides = list(self.shape), list(self.strides)
         shape.insert(dim, 1)
@@ -196,11 +209,13 @@ class NkiTensor:
         return self._view(tuple(shape), tuple(strides), self.offset)
 
     def squeeze_dim(self, dim: int) -> NkiTensor:
+        self._plain_tile()
         self._require(self.shape[dim] == 1, "view.squeeze", f"dim {dim} has size {self.shape[dim]}, not 1")
         self._require(not (self.storage.on_chip and dim == 0), "view.partition_dim", "cannot remove the partition dim")
         return self._view(self.shape[:dim] + self.shape[dim + 1 :], self.strides[:dim] + self.strides[dim + 1 :], self.offset)
 
     def reshape_dim(self, dim: int, shape) -> NkiTensor:
+        self._plain_tile()
         shape = list(shape)
         if -1 in shape:
             known = math.prod(s for s in shape if s != -1)
@@ -216,6 +231,7 @@ class NkiTensor:
                           self.strides[:dim] + tuple(reversed(new_strides)) + self.strides[dim + 1 :], self.offset)
 
     def flatten_dims(self, start_dim: int, end_dim: int) -> NkiTensor:
+        self._plain_tile()
         self._require(not (self.storage.on_chip and start_dim == 0), "view.partition_dim", "cannot merge the partition dim")
         for d in range(start_dim, end_dim):
             self._require(self.strides[d] == self.strides[d + 1] * self.shape[d + 1], "view.flatten",
@@ -225,6 +241,7 @@ class NkiTensor:
                           self.strides[:start_dim] + (self.strides[end_dim],) + self.strides[end_dim + 1 :], self.offset)
 
     def reshape(self, shape) -> NkiTensor:
+        self._plain_tile()
         shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         if -1 in shape:
             known = math.prod(s for s in shape if s != -1)
@@ -237,7 +254,7 @@ class NkiTensor:
         # Reshape within the (contiguous) free part, like numpy without copying.
         self._require(self._view(self.shape, self.strides, self.offset).is_contiguous(), "view.reshape",
                       f"reshape needs a contiguous view; this one has strides {list(self.strides)} for shape {list(self.shape)}")
-        inner = _row_major_strides(shape[start:])
+        inner = row_major_strides(shape[start:])
         base = self.strides[-1] if self.ndim > start else 1
         strides = (self.strides[0],) if on_chip else ()
         return self._view(shape, strides + tuple(s * base for s in inner), self.offset)
@@ -305,13 +322,16 @@ class NkiTensor:
         if storage.on_chip:
             per_partition = storage.free_elements * dtypes.itemsize(storage.dtype) // size
             p_rel, f_off = divmod(self.offset, per_partition) if per_partition else (0, self.offset)
-            (p_stride, p_count), free = dims[0], dims[1:]
+            pa = self.partition_axis
+            p_stride, p_count = dims[pa]
             if p_count > 1 and p_stride != per_partition:
                 raise tracing.current().error(
                     "view.partition_stride",
                     f"the partition dim must step one partition at a time (stride {per_partition}), got stride {p_stride}",
                 )
-            free = merge_groups(dims[1:], None if keep_split is None else keep_split - 1)
+            # Block dims (before the partition dim) walk the free bytes like any free dim.
+            split = None if keep_split is None else keep_split - (1 if pa < keep_split else 0)
+            free = merge_groups(dims[:pa] + dims[pa + 1:], split)
             if len(free) > MAX_FREE_DIMS:
                 raise tracing.current().error("view.too_many_dims", f"{len(free)} free dims after merging; the hardware walks at most {MAX_FREE_DIMS}")
             return AccessPattern(storage.buffer, self.dtype, storage.partition_offset + p_rel, p_count,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
-from enum import Enum
 
 import numpy as np
 from neuron_sim import get_architecture
@@ -21,56 +20,22 @@ from ..indexing import AffineExpr, AffinePredicate, IndexExpr
 from ..language import math_ops
 from ..language.memory_ops import apply_mask, full, inherit_window, mark_psum_written, ndarray, psum_written
 from ..tensor import NkiTensor
+from . import constants as _constants
+from .constants import (  # noqa: F401 - re-exported (see __all__)
+    dge_mode,
+    dma_engine,
+    engine,
+    gpsimd_engine,
+    matmul_perf_mode,
+    nc_version,
+    oob_mode,
+    reduce_cmd,
+    scalar_engine,
+    tensor_engine,
+    unknown_engine,
+    vector_engine,
+)
 from .registers import register_alloc, register_load, register_move, register_store  # noqa: F401 - re-exported
-
-
-class engine(Enum):  # noqa: N801 - NKI's names
-    unknown = 0
-    tensor = 1
-    scalar = 2
-    gpsimd = 3
-    dma = 4
-    vector = 5
-    sync = 6
-
-
-_Engine = engine  # the enum, for functions whose ``engine`` parameter shadows it
-tensor_engine, scalar_engine, gpsimd_engine, vector_engine, unknown_engine = (
-    engine.tensor, engine.scalar, engine.gpsimd, engine.vector, engine.unknown)
-
-
-class dge_mode(Enum):  # noqa: N801
-    unknown = 0
-    swdge = 1
-    hwdge = 2
-    none = 3
-
-
-class oob_mode(Enum):  # noqa: N801
-    error = 0
-    skip = 1
-
-
-class matmul_perf_mode(Enum):  # noqa: N801
-    none = "none"
-    double_row = "double_row"
-
-
-class nc_version(Enum):  # noqa: N801
-    gen2 = 2
-    gen3 = 3
-    gen4 = 4
-
-
-class reduce_cmd(Enum):  # noqa: N801
-    idle = 0
-    reset = 1
-    reduce = 2
-    reset_reduce = 3
-    load_reduce = 4
-
-
-_ReduceCmd = reduce_cmd  # the enum, for functions whose ``reduce_cmd`` parameter shadows it
 
 
 class NkiInstruction:
@@ -200,11 +165,14 @@ def tensor_copy(dst: NkiTensor = None, src: NkiTensor = None, engine=engine.unkn
     return out
 
 
-def memset(dst: NkiTensor, value, engine=engine.unknown, name=None, dtype=None, mask=None):
-    """Fill ``dst`` with ``value``. Legacy form: ``nisa.memset(shape, value, dtype)`` returns a new tile."""
+def memset(dst: NkiTensor = None, value=None, engine=engine.unknown, name=None, dtype=None, mask=None, shape=None):
+    """Fill ``dst`` with ``value``. Legacy form: ``nisa.memset(shape, value, dtype)`` (or
+    ``shape=`` by keyword) returns a new SBUF tile."""
+    if dst is None and shape is not None:
+        dst = tuple(shape)
     if isinstance(dst, (tuple, list)):  # legacy memset(shape, value, dtype)
-        if not isinstance(engine, _Engine):  # the third positional argument is the dtype
-            dtype, engine = dtype if dtype is not None else engine, _Engine.unknown
+        if not isinstance(engine, _constants.engine):  # the third positional argument is the dtype
+            dtype, engine = dtype if dtype is not None else engine, _constants.engine.unknown
         dst = ndarray(dst, dtype, "sbuf")
     _emit(sim.Memset(dst=_ap(dst, "dst"), value=float(value), engine=_engine(engine, "vector")), name)
     if dst.buffer == "psum":
@@ -293,7 +261,7 @@ def tensor_scalar_reduce(dst: NkiTensor = None, data: NkiTensor = None, op0=None
     ``load_reduce`` combines ``reduce_init`` with this instruction's reduction.
     """
     ctx = tracing.current()
-    mode = reduce_cmd.name if isinstance(reduce_cmd, _ReduceCmd) else str(reduce_cmd)
+    mode = reduce_cmd.name if isinstance(reduce_cmd, _constants.reduce_cmd) else str(reduce_cmd)
     if mode not in ("reset_reduce", "load_reduce") or reduce_res is None:
         raise ctx.error("tensor_scalar_reduce.accumulator",
                         f"reduce_cmd={mode} with reduce_res={'None' if reduce_res is None else 'a tile'}: the Vector engine's "

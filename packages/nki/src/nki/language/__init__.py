@@ -15,8 +15,31 @@ from ..indexing import DynSlice, IndexExpr, Mask, arange, ds, mgrid, par_dim  # 
 from ..registers import VirtualRegister  # noqa: F401 - re-exported (see __all__)
 from ..tensor import NkiTensor
 from ..tensor import broadcast_view as _broadcast_view
+from . import constants as _constants
 from . import math_ops as _m
 from . import operators as _operators  # noqa: F401 - attaches NkiTensor's legacy operators
+from .dtypes import (  # noqa: F401 - re-exported (see __all__)
+    DType,
+    bfloat16,
+    bfp16,
+    bool_,
+    finfo,
+    float8_e4m3,
+    float8_e4m3fn,
+    float8_e5m2,
+    float8_e8m0fnu,
+    float16,
+    float32,
+    fp32,
+    int8,
+    int16,
+    int32,
+    static_cast,
+    tfloat32,
+    uint8,
+    uint16,
+    uint32,
+)
 from .loops import (  # noqa: F401 - re-exported (see __all__)
     affine_range,
     fori_loop,
@@ -39,16 +62,10 @@ from .memory_ops import (  # noqa: F401 - re-exported (see __all__)
     zeros,
     zeros_like,
 )
+from .objects import NKIObject  # noqa: F401 - re-exported (see __all__)
 from .spmd import num_programs, program_id, program_ndim  # noqa: F401 - re-exported (see __all__)
 
 tensor = NkiTensor
-
-# --- dtypes (names as nki.language spells them) ------------------------------------------------
-bool_ = "bool"
-int8, int16, int32 = "int8", "int16", "int32"
-uint8, uint16, uint32 = "uint8", "uint16", "uint32"
-float16, bfloat16, float32, tfloat32 = "float16", "bfloat16", "float32", "tfloat32"
-float8_e4m3, float8_e4m3fn, float8_e5m2, float8_e8m0fnu = "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"
 
 # --- buffers -----------------------------------------------------------------------------------
 sbuf, psum, hbm, shared_hbm, private_hbm = "sbuf", "psum", "hbm", "shared_hbm", "private_hbm"
@@ -86,8 +103,8 @@ class _TileSize:
     gemm_stationary_fmax = property(lambda self: self._arch.tensor.cols)
     gemm_moving_fmax = property(lambda self: self._arch.tensor.moving_fmax)
     bn_stats_fmax = 512
-    psum_min_align = 4
-    sbuf_min_align = 1
+    psum_min_align = _constants.psum_min_align
+    sbuf_min_align = _constants.sbuf_min_align
     sbuf_fmax_bytes = property(lambda self: self._arch.sbuf_usable_bytes_per_partition)
     total_available_sbuf_size = sbuf_fmax_bytes
     sbuf_fmax = property(lambda self: self._arch.sbuf_usable_bytes_per_partition // 4)

@@ -14,12 +14,17 @@ from ..tensor import NkiTensor
 BUFFERS = ("sbuf", "psum") + HBM_BUFFERS
 
 
-def _shape(shape) -> tuple[int, ...]:
+def _shape(shape) -> tuple[tuple[int, ...], int]:
+    """(shape, partition axis): the dim marked ``nl.par_dim`` is the partition dim (0 unmarked);
+    dims before it are legacy block dims."""
     shape = shape if isinstance(shape, (tuple, list)) else (shape,)
     out = tuple(int(s.size) if isinstance(s, par_dim) else int(s) for s in shape)
     if any(s <= 0 for s in out):
         raise tracing.current().error("tensor.shape", f"tensor dimensions must be positive, got {list(out)}")
-    return out
+    marked = [i for i, s in enumerate(shape) if isinstance(s, par_dim)]
+    if len(marked) > 1:
+        raise tracing.current().error("tensor.par_dim", f"a tile has one partition dim, {list(shape)} marks {len(marked)}")
+    return out, marked[0] if marked else 0
 
 
 def nki_dtype(dtype) -> str:
@@ -40,10 +45,10 @@ def ndarray(shape, dtype, buffer="sbuf", name: str = "", address=None) -> NkiTen
     buffer = getattr(buffer, "value", buffer)
     if buffer not in BUFFERS:
         raise ctx.error("tensor.buffer", f"unknown buffer {buffer!r}; use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
-    shape = _shape(shape)
+    shape, partition_axis = _shape(shape)
     dtype = nki_dtype(dtype)
     if buffer in ON_CHIP:
-        return NkiTensor(allocate_on_chip(ctx, buffer, shape, dtype, name, address))
+        return NkiTensor(allocate_on_chip(ctx, buffer, shape, dtype, name, address, partition_axis))
     kind = "internal"  # becomes an output if the kernel returns it
     return NkiTensor(hbm_storage(ctx, shape, dtype, name, kind, buffer))
 
