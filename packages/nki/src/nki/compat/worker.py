@@ -147,8 +147,8 @@ def forget_modules(root: str) -> None:
     imports its own (two folders of one repository may each have a ``utils.py``)."""
     prefix = os.path.abspath(root) + os.sep
     for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None) or ""
-        if os.path.abspath(path).startswith(prefix):
+        path = getattr(module, "__file__", None)
+        if path and os.path.abspath(path).startswith(prefix):  # built-in modules have no file
             del sys.modules[name]
 
 
