@@ -273,3 +273,65 @@ def test_trace_memset_shape_and_mgrid_attributes():
 
     x = rand((128, 32), seed=22)
     np.testing.assert_array_equal(filled(x), x + np.float32(0.25))
+
+
+def test_an_index_summing_arange_terms_splits_one_dim_into_several():
+    @nki.jit
+    def split_free_dim(a):
+        out = nl.ndarray((128, 4, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+        i_p = nl.arange(128)[:, None, None]
+        i_a = nl.arange(4)[None, :, None]
+        i_b = nl.arange(8)[None, None, :]
+        t = nl.load(a[i_p, 8 * i_a + i_b])
+        nl.store(out[i_p, i_a, i_b], t)
+        return out
+
+    a = rand((128, 32), seed=23)
+    np.testing.assert_array_equal(split_free_dim(a), a.reshape(128, 4, 8))
+
+
+def test_an_index_sum_past_the_end_is_out_of_bounds():
+    @nki.jit
+    def overrun(a):
+        i_p = nl.arange(128)[:, None, None]
+        i_a = nl.arange(4)[None, :, None]
+        i_b = nl.arange(8)[None, None, :]
+        nl.load(a[i_p, 8 * i_a + i_b + 1])  # sum-overrun
+        return a
+
+    with pytest.raises(nki.NkiValidationError) as err:
+        overrun(rand((128, 32), seed=24))
+    assert err.value.rule == "index.out_of_bounds" and "[1, 32]" in str(err.value)
+
+
+def test_loading_a_column_of_an_hbm_tensor_gives_a_column_tile():
+    @nki.jit
+    def column_and_row(a):
+        col = nl.ndarray((128, 1), dtype=a.dtype, buffer=nl.shared_hbm)
+        row = nl.ndarray((1, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+        c = nl.load(a[0:128, 5])  # a [128, 1] tile
+        r = nl.load(a[3, 0:64])  # a [1, 64] tile
+        assert c.shape == (128, 1) and r.shape == (1, 64)
+        nl.store(col, c)
+        nl.store(row, r)
+        return col, row
+
+    a = rand((128, 64), seed=25)
+    col, row = column_and_row(a)
+    np.testing.assert_array_equal(col[:, 0], a[:, 5])
+    np.testing.assert_array_equal(row[0], a[3])
+
+
+def test_an_index_tile_on_dim_0_gathers_and_scatters_rows():
+    @nki.jit
+    def gather_rows(data, ids):
+        out = nl.ndarray((64, data.shape[1]), dtype=data.dtype, buffer=nl.shared_hbm)
+        i_p = nl.arange(64)[:, None]
+        i_f = nl.arange(data.shape[1])[None, :]
+        idx = nl.load(ids[i_p])  # a [64, 1] column of indices from a 1-D tensor
+        nl.store(out, nl.load(data[idx[i_p, 0], i_f]))
+        return out
+
+    data = rand((128, 32), seed=26)
+    ids = (3 * np.arange(64, dtype=np.int32)) % 128
+    np.testing.assert_array_equal(gather_rows(data, ids), data[ids])

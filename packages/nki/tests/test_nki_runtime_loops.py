@@ -551,11 +551,12 @@ def both_offsets(x, out):
 
 
 @nki.jit
-def loads_an_indirect_view(x, out):
+def adds_an_indirect_view(x, out):
     idx = nl.ndarray((4, 1), dtype=nl.int32, buffer=nl.sbuf)
     nisa.memset(dst=idx, value=0)
-    t = nl.load(x.vector_select(0, idx))  # load-indirect
-    nl.store(out, t)
+    t = nl.ndarray((4, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=t, src=x.vector_select(0, idx))  # add-indirect
+    nisa.dma_copy(dst=out, src=x)
 
 
 @nki.jit
@@ -594,7 +595,7 @@ def gathers_from_sbuf(x, out):
     (offset_from_psum, "view.scalar_offset", "psum-offset", "psum"),
     (offset_dim_out_of_range, "view.scalar_offset", "offset-dim", "indirect_dim 2"),
     (both_offsets, "view.vector_offset", "both-offsets", "not both"),
-    (loads_an_indirect_view, "view.vector_offset", "load-indirect", "only nisa.dma_copy"),
+    (adds_an_indirect_view, "view.vector_offset", "add-indirect", "only a DMA"),
     (slices_an_indirect_view, "view.vector_offset", "slice-indirect", "cannot be sliced"),
     (gathers_from_sbuf, "view.vector_offset", "sbuf-gather", "on chip"),
 ], ids=lambda v: v if isinstance(v, str) and "." in v else None)
@@ -618,3 +619,20 @@ def test_bf16_table_gather_is_bit_exact():
     out = np.zeros((128, 32), BF16)
     embed(table, ids, out)
     assert out.tobytes() == table[ids[:, 0]].tobytes()
+
+
+def test_nl_load_and_store_of_indirect_views_gather_and_scatter():
+    """``nl.load(t[idx, ...])`` / ``nl.store(t[idx, ...], v)`` (legacy) and of ``vector_select``
+    views: the indirect DMA, as nisa.dma_copy does it."""
+    @nki.jit
+    def gather_then_scatter(table, ids, out):
+        idx = nl.load(ids)
+        rows = nl.load(table[idx, :])
+        nl.store(out.vector_select(0, idx), nl.multiply(rows, 2.0))
+
+    table = rand((10, 8), seed=30)
+    ids = np.array([[3], [0], [7], [9]], np.int32)
+    out = np.zeros((10, 8), np.float32)
+    gather_then_scatter(table, ids, out)
+    np.testing.assert_array_equal(out[ids[:, 0]], 2 * table[ids[:, 0]])
+    assert (out[[1, 2, 4, 5, 6, 8]] == 0).all()

@@ -211,8 +211,8 @@ class _MGrid:
 
 class Grid(tuple):
     """The index expressions of an ``nl.mgrid``, one per axis; ``.p`` is the partition (first)
-    axis and ``.x`` the second, as legacy kernels name them (``grid = nl.mgrid[0:128, 0:512];
-    t[grid.p, grid.x]``)."""
+    axis and ``.x``, ``.y``, ``.z`` the next ones, as legacy kernels name them (``grid =
+    nl.mgrid[0:128, 0:512]; t[grid.p, grid.x]``)."""
 
     @property
     def p(self) -> IndexExpr:
@@ -221,6 +221,14 @@ class Grid(tuple):
     @property
     def x(self) -> IndexExpr:
         return self[1]
+
+    @property
+    def y(self) -> IndexExpr:
+        return self[2]
+
+    @property
+    def z(self) -> IndexExpr:
+        return self[3]
 
 
 mgrid = _MGrid()
@@ -335,6 +343,51 @@ def normalize_key(key, shape: tuple[int, ...], partition_axis: int | None, overr
         else:
             raise tracing.current().error("index.type", f"cannot index a tensor with {type(k).__name__} ({k!r})")
     return out
+
+
+def is_grid_key(key) -> bool:
+    """Whether a legacy index needs the index-grid reading (``affine_view``): some dim is indexed
+    by a sum of ``nl.arange`` terms (``x[i_p, 2 * i_a + i_b]``). Indices of one expression per dim
+    keep their dims in the tensor's order (``normalize_key``)."""
+    return any(isinstance(k, AffineExpr) and len(k.terms) > 1 for k in key)
+
+
+def affine_view(key, shape: tuple[int, ...], strides: tuple[int, ...]):
+    """(shape, strides, offset) of ``t[key]`` read as numpy reads a legacy index: every index
+    expression spans the same grid (``nl.arange(n)[:, None]`` is its axis 0 of 2), and the result
+    has one dim per grid axis, whose stride sums the strides of the tensor dims its terms step."""
+    ctx = tracing.current()
+    if len(key) != len(shape):
+        raise ctx.error("index.rank", f"a legacy index of sums of nl.arange terms indexes every dim: {len(key)} "
+                                      f"indices for shape {list(shape)}")
+    exprs = [AffineExpr.of(k) for k in key if isinstance(k, (IndexExpr, AffineExpr))]
+    ndim = max(e.ndim for e in exprs)
+    sizes, out_strides, offset = [1] * ndim, [0] * ndim, 0
+    for dim, k in enumerate(key):
+        if isinstance(k, IndexExpr) and k.coeff == 0:
+            k = k.const
+        if isinstance(k, int) or hasattr(k, "__index__") and not isinstance(k, (IndexExpr, AffineExpr)):
+            i = int(k)
+            if not 0 <= i < shape[dim]:
+                raise ctx.error("index.out_of_bounds", f"index {i} is out of bounds for dimension {dim} of size {shape[dim]}")
+            offset += i * strides[dim]
+            continue
+        if not isinstance(k, (IndexExpr, AffineExpr)):
+            raise ctx.error("index.type", f"an index of sums of nl.arange terms takes ints and nl.arange expressions, "
+                                          f"not {type(k).__name__} ({k!r}) at dimension {dim}")
+        e = AffineExpr.of(k)
+        lo = e.const + sum(min(0, c * (n - 1)) for c, n in e.terms.values())
+        hi = e.const + sum(max(0, c * (n - 1)) for c, n in e.terms.values())
+        if lo < 0 or hi >= shape[dim]:
+            raise ctx.error("index.out_of_bounds", f"index expression of dimension {dim} (size {shape[dim]}) spans "
+                                                   f"[{lo}, {hi}]: out of bounds")
+        offset += e.const * strides[dim]
+        for axis, (coeff, size) in e.terms.items():
+            if sizes[axis] not in (1, size):
+                raise ctx.error("index.affine", f"grid axis {axis} has size {sizes[axis]} in one index and {size} in another")
+            sizes[axis] = size
+            out_strides[axis] += coeff * strides[dim]
+    return tuple(sizes), tuple(out_strides), offset
 
 
 def _fmt(s: slice) -> str:

@@ -29,7 +29,7 @@ from neuron_sim.memory.access_pattern import HBM, MAX_FREE_DIMS, AccessPattern
 
 from . import tracing
 from .errors import NkiValidationError
-from .indexing import IndexExpr, normalize_key
+from .indexing import IndexExpr, affine_view, is_grid_key, normalize_key
 from .registers import VirtualRegister, new_register
 from .storage import Storage, row_major_strides
 
@@ -38,7 +38,7 @@ class NkiTensor:
     """A view of a Storage. Indexing, reshape, permute, broadcast and ``ap`` return new views."""
 
     __slots__ = ("storage", "dtype", "shape", "strides", "offset", "_ap", "_pending_matmul", "_indirect", "_overrun",
-                 "_index_vars", "_mask_window", "_dynamic", "partition_axis", "__weakref__")
+                 "_index_vars", "_mask_window", "_dynamic", "partition_axis", "_column", "__weakref__")
     __array_priority__ = 1000  # numpy scalars defer to our operators
 
     def __init__(self, storage: Storage, shape=None, strides=None, offset: int = 0, dtype: str | None = None,
@@ -60,6 +60,9 @@ class NkiTensor:
         # ((register name, bytes per step), ...): run-time start offsets (scalar_offset). They live
         # on the view, not only on its cached access pattern, so every further view keeps them.
         self._dynamic = ()
+        # A 1-D HBM view that indexing left standing in a column (``x[0:128, j]``, ``v[i_p]`` with
+        # i_p = nl.arange(n)[:, None]): a tile loaded from it is [n, 1], not [1, n].
+        self._column = False
 
     # --- attributes as NKI names them -------------------------------------------------------
     @property
@@ -96,8 +99,8 @@ class NkiTensor:
     def _indirect_only(self) -> NkiValidationError:
         return tracing.current().error(
             "view.vector_offset",
-            f"{self!r} gathers/scatters rows by a run-time index: only nisa.dma_copy can move it, and it cannot be "
-            "sliced or reshaped (build the view you need first, then apply vector_offset)",
+            f"{self!r} gathers/scatters rows by a run-time index: only a DMA (nisa.dma_copy, nl.load, nl.store) can "
+            "move it, and it cannot be sliced or reshaped (build the view you need first, then apply vector_offset)",
         )
 
     def is_contiguous(self) -> bool:
@@ -116,6 +119,12 @@ class NkiTensor:
 
     # --- indexing -----------------------------------------------------------------------------
     def __getitem__(self, key) -> NkiTensor:
+        key = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, NkiTensor) for k in key):
+            return self._index_by_tile(key)
+        if is_grid_key(key):
+            shape, strides, offset = affine_view(key, self.shape, self.strides)
+            return self._view(shape, strides, self.offset + offset, partition_axis=0)
         overruns: list = []
         index_vars: list = []
         if self._mask_window and isinstance(key, tuple) and Ellipsis not in key:
@@ -141,12 +150,28 @@ class NkiTensor:
         if not shape:  # HBM scalar selection keeps one element
             shape, strides, out_vars = [1], [1], [None]
         view = self._view(tuple(shape), tuple(strides), offset, partition_axis=partition_axis)
+        kept = [axis for axis, d in enumerate(dims) if d[3]]
+        if not self.storage.on_chip and len(kept) == 1:
+            (axis,) = kept
+            k = key[axis] if axis < len(key) else None
+            view._column = (axis < len(dims) - 1 or (isinstance(k, IndexExpr) and k.ndim >= 2 and k.axis == 0)
+                            or (self._column and self.ndim == 1))
         if any(v is not None for v in out_vars):
             view._index_vars = tuple(out_vars)  # legacy masks match dims by index variable
         if overruns or self._overrun:
             # Clipped legacy index expressions: usable only under a mask that excludes the overrun.
             view._overrun = tuple((out_axis[a], n, msg, tracing.user_location()) for a, n, msg in overruns) + (self._overrun or ())
         return view
+
+    def _index_by_tile(self, key) -> NkiTensor:
+        """``hbm[idx, ...]`` with ``idx`` an on-chip [P, 1] (or [P]) integer tile: row ``p`` of the
+        view is row ``idx[p]`` of the tensor - an indirect view a DMA gathers from or scatters into."""
+        ctx = tracing.current()
+        tiles = [i for i, k in enumerate(key) if isinstance(k, NkiTensor)]
+        if self.storage.on_chip or tiles != [0]:
+            raise ctx.error("index.type", f"an index tile selects rows (dim 0) of an HBM tensor; {self!r} got one at "
+                                          f"dim {tiles} of its index")
+        return self[(slice(None),) + key[1:]]._indirect_view(None, None, key[0], 0, None)
 
     def slice(self, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
         key = [slice(None)] * self.ndim

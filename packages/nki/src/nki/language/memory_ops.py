@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from neuron_sim import ValidationError, dtypes
-from neuron_sim.isa import AffineSelect, DmaCopy, DmaTranspose, Matmul, Memset, TensorCopy, TensorTensor
+from neuron_sim.isa import AffineSelect, DmaCopy, DmaIndirect, DmaTranspose, Matmul, Memset, TensorCopy, TensorTensor
 
 from .. import tracing
 from ..errors import NkiValidationError
@@ -92,15 +92,35 @@ def fill(t: NkiTensor, value) -> None:
         ctx.emit(DmaCopy(dst=(t[r : r + n] if t.ndim > 1 else t).access_pattern(), src=tile[0:n].access_pattern()))
 
 
+def dma_move(dst: NkiTensor, src: NkiTensor, oob_mode: str = "error", dge: str = "none", engine: str = "sync",
+             name: str | None = None):
+    """One DMA from ``src`` to ``dst``; a gather or scatter when the HBM side is an indirect view
+    (rows picked by an on-chip index tile: ``t.ap(..., vector_offset=idx)`` or ``t[idx, ...]``),
+    whose descriptors GpSimd's software DGE generates."""
+    ctx = tracing.current()
+    if src._indirect is None and dst._indirect is None:
+        return ctx.emit(DmaCopy(dst=dst.access_pattern(), src=src.access_pattern(), dge=dge, engine=engine, name=name))
+    if src._indirect is not None and dst._indirect is not None:
+        raise ctx.error("dma.indirect", "a DMA can gather or scatter, not both")
+    gather = src._indirect is not None
+    table_view, onchip = (src, dst) if gather else (dst, src)
+    index, rows = table_view._indirect
+    table = NkiTensor(table_view.storage, (rows,) + table_view.shape[1:], table_view.strides, table_view.offset,
+                      table_view.dtype)
+    return ctx.emit(DmaIndirect(direction="gather" if gather else "scatter", onchip=onchip.access_pattern(),
+                                table=table.access_pattern(), index=index.reshape((index.shape[0], 1)).access_pattern(),
+                                oob_mode=oob_mode, name=name))
+
+
 def load(src: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
     """Copy an HBM tensor into a new SBUF tile (optionally casting)."""
     ctx = tracing.current()
     if src.buffer in ON_CHIP:
         raise ctx.error("load.source", f"nl.load reads HBM; {src!r} is already on chip (use nl.copy)")
     src = apply_mask(mask, src)[0]
-    shape = src.shape if src.ndim > 1 else (1,) + src.shape
+    shape = src.shape if src.ndim > 1 else (src.shape + (1,) if src._column else (1,) + src.shape)
     tile = ndarray(shape, dtype or src.dtype, "sbuf")
-    ctx.emit(DmaCopy(dst=tile.access_pattern(), src=src.access_pattern()))
+    dma_move(tile, src)
     inherit_window(tile, src)
     return tile
 
@@ -141,7 +161,7 @@ def store(dst: NkiTensor, value, mask: Mask | None = None) -> None:
     dst, value = apply_mask(mask, dst, value)
     if value.buffer == "psum":
         value = copy(value)
-    ctx.emit(DmaCopy(dst=dst.access_pattern(), src=value.access_pattern()))
+    dma_move(dst, value)
 
 
 def copy(x: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
@@ -180,7 +200,7 @@ def assign(dst: NkiTensor, value) -> None:
                 key[axis] = slice(start, start + value.shape[axis])
         dst = dst[tuple(key)]
     if dst.buffer not in ON_CHIP or value.buffer not in ON_CHIP:
-        ctx.emit(DmaCopy(dst=dst.access_pattern(), src=value.access_pattern()))
+        dma_move(dst, value)
         return
     ctx.emit(TensorCopy(dst=dst.access_pattern(), src=value.access_pattern(), engine="vector"))
 
