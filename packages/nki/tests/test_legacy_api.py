@@ -1,6 +1,7 @@
 """The legacy ``neuronxcc.nki`` API: the import path, index expressions, masks, tiles returned
 by ops, SPMD grids and the legacy entry points."""
 
+import json
 import os
 
 import neuronxcc.nki as nki
@@ -335,3 +336,102 @@ def test_an_index_tile_on_dim_0_gathers_and_scatters_rows():
     data = rand((128, 32), seed=26)
     ids = (3 * np.arange(64, dtype=np.int32)) % 128
     np.testing.assert_array_equal(gather_rows(data, ids), data[ids])
+
+
+@nki.jit
+def copy_block(a):
+    b = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i, j = nl.program_id(0), nl.program_id(1)
+    nl.store(b[i, j], nl.load(a[i, j]))
+    return b
+
+
+@pytest.mark.parametrize("grid, cores", [
+    ((4, 2), [list(range(8))]),  # no nl.nc: every instance on one core
+    ((nl.spmd_dim(nl.nc(2), 2), 2), [[0, 1, 2, 3], [4, 5, 6, 7]]),  # outer sub-dim over the cores
+    ((nl.nc(2) * 2, 2), [[0, 1, 2, 3], [4, 5, 6, 7]]),
+    ((nl.spmd_dim(2, nl.nc(2)), 2), [[0, 1, 4, 5], [2, 3, 6, 7]]),  # inner sub-dim over the cores
+    ((2 * nl.nc(2), 2), [[0, 1, 4, 5], [2, 3, 6, 7]]),
+])
+def test_spmd_grid_dims_spread_instances_over_physical_cores(grid, cores):
+    src = rand((4, 2, 128, 16), seed=27)
+    np.testing.assert_array_equal(copy_block[grid](src), src)
+    compiled = copy_block[grid].compile((src,), {})
+    assert len(compiled.programs) == len(cores)
+    for program, instances in zip(compiled.programs, cores):
+        loads = [i for i in program.instructions if i.opcode == "DMA_COPY" and i.src.tensor == "a"]
+        # instance (i, j) reads block i * 2 + j of a
+        assert [ld.src.offset // (128 * 16 * 4) for ld in loads] == instances
+    if len(cores) == 2:  # the two cores run at once
+        assert copy_block.last_device_time_ns == pytest.approx(max(t.total_ns for t in copy_block.last_timing))
+
+
+def test_nc_matmul_results_accumulate_into_psum_with_plus_equals():
+    @nki.jit
+    def k_sum(d, e):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        f_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(2):
+            dt = nl.load(d[k * 128:(k + 1) * 128, :])
+            et = nl.load(e[k * 128:(k + 1) * 128, :])
+            f_psum += nisa.nc_matmul(dt, et)
+        nl.store(out, f_psum)
+        return out
+
+    d, e = rand((256, 128), seed=28), rand((256, 512), seed=29)
+    np.testing.assert_allclose(k_sum(d, e), d.T @ e, rtol=2e-4, atol=2e-4)
+    ops = [i.opcode for i in k_sum.compile((d, e), {}).programs[0].instructions]
+    assert "TENSOR_TENSOR" not in ops  # the matmuls accumulate in PSUM; no separate add
+
+
+def test_dynamic_range_is_a_run_time_loop():
+    @nki.jit
+    def first_rows(x, n, out):
+        n_sb = nl.load(n)
+        count = nisa.register_alloc()
+        nisa.register_load(count, n_sb)
+        row = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+        for i in nl.dynamic_range(count):
+            nisa.dma_copy(dst=row, src=x.ap([[x.shape[1], 1], [1, x.shape[1]]], scalar_offset=i))
+            nisa.dma_copy(dst=out.ap([[x.shape[1], 1], [1, x.shape[1]]], scalar_offset=i), src=row)
+
+    x = rand((6, 8), seed=30)
+    out = np.zeros_like(x)
+    first_rows(x, np.array([[4]], np.int32), out)
+    np.testing.assert_array_equal(out[:4], x[:4])
+    assert (out[4:] == 0).all()
+    assert [i.opcode for i in first_rows.compile((x, np.array([[4]], np.int32), out), {}).programs[0].instructions].count(
+        "LOOP_START") == 1
+
+
+def test_device_print_prints_the_tile_after_the_launch(capsys):
+    @nki.jit
+    def shout(a):
+        b = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        nl.device_print("value of t:", t)
+        nl.store(b, nl.multiply(t, 2.0))
+        return b
+
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(shout(a), 2 * a)
+    assert capsys.readouterr().out == f"value of t: {a}\n"
+
+
+def test_benchmark_profile_and_tensor_type_arguments(tmp_path):
+    from nki.typing import tensor
+
+    @nki.profile(working_directory=str(tmp_path), save_neff_name="k.neff", save_trace_name="k.ntff", profile_nth=2)
+    def exp_kernel(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.exp(nl.load(x)))
+        return out
+
+    assert exp_kernel(tensor[[128, 64], nl.float32]) is None  # the shape is what a profile needs
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.neff", "k.ntff", "profile_summary.json"]
+    summary = json.loads((tmp_path / "profile_summary.json").read_text())
+    assert summary["total_time_ns"] == pytest.approx(exp_kernel.kernel.last_device_time_ns)
+    with pytest.raises(new_nki.NkiError, match="overwrite"):
+        exp_kernel(tensor[[128, 64], nl.float32])
+    with pytest.raises(new_nki.NkiError, match="absolute"):
+        nki.profile(working_directory="relative/dir")

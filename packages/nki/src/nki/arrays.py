@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import NkiError
+from .typing import TensorType
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def registered_array_types() -> tuple[str, ...]:
 def foreign_type(value) -> ArrayType | None:
     """The registered type of ``value`` (None for numpy arrays and compile-time values). An array
     of a known framework with nothing registered for it is an error naming what to import."""
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, TensorType)):
         return None
     for t in _registered:
         if t.recognize(value):
@@ -82,9 +83,13 @@ def foreign_type(value) -> ArrayType | None:
 
 
 def describe(value) -> tuple[tuple[int, ...], object] | None:
-    """(shape, dtype) of an array argument of any accepted type; None for compile-time values."""
+    """(shape, dtype) of an array argument of any accepted type; None for compile-time values.
+    An ``nt.tensor[shape, dtype]`` stands for an array of that shape (float32 if no dtype) whose
+    values do not matter (legacy ``nki.benchmark`` / ``nki.profile`` calls pass them)."""
     if isinstance(value, np.ndarray):
         return tuple(value.shape), value.dtype
+    if isinstance(value, TensorType) and value.shape is not None:
+        return tuple(int(s) for s in value.shape), value.dtype if value.dtype is not None else "float32"
     t = foreign_type(value)
     if t is None:
         return None

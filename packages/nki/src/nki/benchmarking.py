@@ -11,6 +11,7 @@ a Chrome/Perfetto trace of the timed iterations' launches (``nki.artifacts.write
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 
@@ -47,9 +48,9 @@ class BenchmarkResult:
 
 
 class BenchmarkedKernel(Kernel):
-    def __init__(self, func, grid=(1,), cache=None, *, warmup: int = 10, iters: int = 100, save_neff_name=None,
+    def __init__(self, func, grid=(1,), cache=None, layout=(), *, warmup: int = 10, iters: int = 100, save_neff_name=None,
                  save_trace_name=None, **options):
-        super().__init__(func, grid, cache, **options)
+        super().__init__(func, grid, cache, layout, **options)
         for name, value, least in (("warmup", warmup, 0), ("iters", iters, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"nki.benchmark {name} must be an int >= {least}, got {value!r}")
@@ -106,7 +107,42 @@ def benchmark(kernel=None, warmup: int = 10, iters: int = 100, save_neff_name=No
 
     def wrap(fn):
         base = fn if isinstance(fn, Kernel) else jit(fn)
-        return BenchmarkedKernel(base.func, base.grid, base._cache, warmup=warmup, iters=iters,
+        return BenchmarkedKernel(base.func, base.grid, base._cache, base.layout, warmup=warmup, iters=iters,
                                  save_neff_name=save_neff_name, save_trace_name=save_trace_name, **base.options)
 
     return wrap if kernel is None else wrap(kernel)
+
+
+def profile(func=None, working_directory=None, save_neff_name="file.neff", save_trace_name="profile.ntff",
+            additional_compile_opt=None, overwrite: bool = False, profile_nth: int = 1):
+    """Legacy ``nki.profile``: run the kernel ``profile_nth`` times and save, in
+    ``working_directory`` (absolute, as the SDK requires), the NEFF of the profiled execution, its
+    trace (Chrome trace-event JSON, whatever the file's extension) and ``profile_summary.json``
+    (the timing summary: engine busy time, MFU, DMA bytes, ...). Existing files are kept unless
+    ``overwrite``. As in the SDK the call returns None: a profile is not a result."""
+    if not working_directory or not os.path.isabs(working_directory):
+        raise NkiError(f"nki.profile needs an absolute working_directory, got {working_directory!r}")
+    if isinstance(profile_nth, bool) or not isinstance(profile_nth, int) or profile_nth < 1:
+        raise ValueError(f"nki.profile profile_nth must be an int >= 1, got {profile_nth!r}")
+    os.makedirs(working_directory, exist_ok=True)
+    neff, trace = (os.path.join(working_directory, n) for n in (save_neff_name, save_trace_name))
+    summary_path = os.path.join(working_directory, PROFILE_SUMMARY)
+
+    def wrap(fn):
+        benchmarked = benchmark(fn, warmup=profile_nth - 1, iters=1, save_neff_name=neff, save_trace_name=trace)
+
+        def run(*args, **kwargs):
+            existing = [p for p in (neff, trace, summary_path) if os.path.exists(p)]
+            if existing and not overwrite:
+                raise NkiError(f"nki.profile would overwrite {existing}; pass overwrite=True or remove them")
+            benchmarked(*args, **kwargs)
+            with open(summary_path, "w") as f:
+                json.dump(benchmarked.benchmark_result.timing_summary, f, indent=1, default=float)
+
+        run.kernel = benchmarked
+        return run
+
+    return wrap if func is None else wrap(func)
+
+
+PROFILE_SUMMARY = "profile_summary.json"

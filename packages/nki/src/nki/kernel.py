@@ -23,6 +23,7 @@ from . import arrays, tracing
 from .errors import NkiError, NkiValidationError
 from .language.objects import NKIObject
 from .language.objects import fields as object_fields
+from .language.spmd import grid_layout, physical_core
 from .launch import run
 from .storage import Storage, hbm_storage
 from .tensor import NkiTensor
@@ -37,6 +38,7 @@ class CompiledKernel:
     kw_params: dict[str, str]  # keyword argument -> HBM tensor name
     returned: object  # the return structure with tensor names in place of tensors
     arch: Architecture
+    prints: tuple = ()  # nl.device_print calls: (prefix, HBM tensor the values land in), in trace order
 
     @property
     def tensors(self) -> dict[str, TensorDecl]:
@@ -70,11 +72,13 @@ class CompiledKernel:
         return max(t.total_ns for t in self.timing())
 
 
-def _grid(key) -> tuple[int, ...]:
-    grid = key if isinstance(key, tuple) else (key,)
-    if not grid or any(not isinstance(g, int) or g <= 0 for g in grid):
+def _grid(key) -> tuple[tuple[int, ...], tuple]:
+    if key == () or isinstance(key, tuple) and not key:
         raise NkiError(f"a launch grid is one or more positive ints, got {key!r}")
-    return grid
+    try:
+        return grid_layout(key)
+    except ValueError as err:
+        raise NkiError(str(err)) from None
 
 
 def _freeze(value):
@@ -95,10 +99,12 @@ def _freeze(value):
 class Kernel:
     """A kernel function compiled on first call for each argument signature."""
 
-    def __init__(self, func, grid: tuple[int, ...] = (1,), cache: dict | None = None, **options):
+    def __init__(self, func, grid: tuple[int, ...] = (1,), cache: dict | None = None, layout: tuple = (), **options):
         functools.update_wrapper(self, func)
         self.func = func
         self.grid = grid
+        # Per grid dim, an nl.spmd_dim spreading it over physical cores, or None (legacy grids).
+        self.layout = layout or (None,) * len(grid)
         self.options = options
         self._cache: dict = {} if cache is None else cache
         self.benchmark_result = None
@@ -107,7 +113,8 @@ class Kernel:
         self._origin: Kernel | None = None  # the kernel ``self`` was made from by ``kernel[grid]``
 
     def __getitem__(self, grid) -> Kernel:
-        launch = type(self)(self.func, _grid(grid), self._cache, **self.options)
+        sizes, layout = _grid(grid)
+        launch = type(self)(self.func, sizes, self._cache, layout, **self.options)
         launch._origin = self._origin or self
         return launch
 
@@ -137,7 +144,8 @@ class Kernel:
             shape, dtype = described
             return ("array", shape, dtypes.dtype_name(dtype))
 
-        return (arch.name, self.grid, tuple(sig(a) for a in args), tuple(sorted((k, sig(v)) for k, v in kwargs.items())))
+        layout = tuple(d.key() if d is not None else None for d in self.layout)
+        return (arch.name, self.grid, layout, tuple(sig(a) for a in args), tuple(sorted((k, sig(v)) for k, v in kwargs.items())))
 
     def compile(self, args, kwargs, arch: Architecture | None = None) -> CompiledKernel:
         arch = arch or get_architecture(self.options.get("platform_target"))
@@ -168,16 +176,26 @@ class Kernel:
         # Each builder checked its instructions as they were traced; what is left are the checks of
         # each whole program, over the one tensor table the instances share.
         tables = _merge_tables([c for c, _ in instances])
-        builders = [c for c, _ in instances]
-        if not lnc:  # legacy SPMD: instances run back to back on one core, as one program
-            builders[0].instructions.extend(i for c in builders[1:] for i in c.instructions)
-            builders = builders[:1]
-        for ctx in builders:
+        cores = [(c.program_id[0], c) for c, _ in instances]  # (physical core, its builder)
+        if not lnc:  # legacy SPMD: the instances of each physical core run back to back, as one program
+            per_core: dict[int, list] = {}
+            for ctx, _ in instances:
+                per_core.setdefault(physical_core(ctx.program_id, self.layout), []).append(ctx)
+            if len(per_core) > 2:
+                raise NkiError(f"the launch grid spreads {self.__name__} over {len(per_core)} physical cores; a logical "
+                               "NeuronCore has at most 2 (nl.nc(2))")
+            cores = []
+            for core in sorted(per_core):
+                first, *rest = per_core[core]
+                first.instructions.extend(i for c in rest for i in c.instructions)
+                cores.append((core, first))
+        for core, ctx in cores:
             ctx.tensors[:] = tables
-            if len(builders) > 1:
-                ctx.name = f"{self.__name__}_core{ctx.program_id[0]}"
+            if len(cores) > 1:
+                ctx.name = f"{self.__name__}_core{core}"
             programs.append(ctx.build())
-        return CompiledKernel(programs, params, kw_params, instances[0][1], arch)
+        prints = tuple(p for ctx, _ in instances for p in ctx.prints)
+        return CompiledKernel(programs, params, kw_params, instances[0][1], arch, prints)
 
 
 def _bind_arguments(ctx, names, args, kwargs):

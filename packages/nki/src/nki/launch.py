@@ -32,6 +32,7 @@ from neuron_sim import Architecture, dtypes
 from neuron_sim.runtime import Runtime, RuntimeConfig, get_runtime
 
 from .errors import NkiError
+from .typing import TensorType
 
 UNINITIALIZED_ENV = "NKI_UNINITIALIZED_READ"
 _POLICIES = {"warn": "warn", "error": "error", "off": None}
@@ -75,8 +76,11 @@ class DeviceCall:
     def __init__(self, kernel, compiled, args, kwargs):
         self.kernel = kernel
         self.compiled = compiled
-        self.given = {**{name: args[i] for i, name in compiled.params.items()},
-                      **{name: kwargs[key] for key, name in compiled.kw_params.items()}}
+        given = {**{name: args[i] for i, name in compiled.params.items()},
+                 **{name: kwargs[key] for key, name in compiled.kw_params.items()}}
+        # ``nt.tensor[shape, dtype]`` arguments only describe an input: the device holds zeros for it.
+        self.placeholders = {name for name, value in given.items() if isinstance(value, TensorType)}
+        self.given = {name: value for name, value in given.items() if name not in self.placeholders}
         for name, value in self.given.items():
             expected = dtypes.to_numpy(compiled.tensors[name].dtype)
             if value.dtype != expected:
@@ -89,7 +93,9 @@ class DeviceCall:
         try:
             for name, decl in self.compiled.tensors.items():
                 self.blocks[name] = device.allocate(decl.nbytes, tag=f"{self.kernel.__name__}/{name}",
-                                                    poison=name not in self.given)
+                                                    poison=name not in self.given and name not in self.placeholders)
+                if name in self.placeholders:
+                    self.blocks[name].array.fill(0)
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -116,6 +122,9 @@ class DeviceCall:
         for report in submission.reports:
             for message in report.warnings:
                 _reissue(message, self.kernel)
+        tensors = self.compiled.tensors
+        for prefix, name in self.compiled.prints:
+            print(prefix, self.blocks[name].view(dtypes.to_numpy(tensors[name].dtype), tensors[name].shape))
         self.kernel.record(last_timing=list(submission.timings), last_device_time_ns=submission.device_time_ns)
         return submission
 

@@ -1,5 +1,6 @@
 """What only the legacy ``neuronxcc.nki`` namespace has: ``jit`` honouring ``platform_target=``
-(NKI 0.3 made it an error; legacy kernels still pass it) and ``trace``, its other name."""
+(NKI 0.3 made it an error; legacy kernels still pass it), ``trace`` (its other name), ``profile``
+and ``tensor`` (the tensor type)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import warnings
 
 from neuron_sim import get_architecture
 
+from .benchmarking import profile  # noqa: F401 - re-exported (see __all__)
 from .kernel import make_kernel
+from .tensor import NkiTensor
 
 
 def jit(func=None, mode: str = "auto", platform_target: str | None = None, **options):
@@ -24,5 +27,6 @@ def jit(func=None, mode: str = "auto", platform_target: str | None = None, **opt
 
 
 trace = jit
+tensor = NkiTensor  # the legacy name of the tensor type (``def kernel(x: nki.tensor)``)
 
-__all__ = ["jit", "trace"]
+__all__ = ["jit", "trace", "tensor", "profile"]

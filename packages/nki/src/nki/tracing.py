@@ -103,6 +103,7 @@ class TraceContext(ProgramBuilder):
         self.program_id = program_id
         self.grid = grid
         self.hbm_written: set[str] = set()
+        self.prints: list[tuple[str, str]] = []  # nl.device_print calls: (prefix, HBM tensor holding the values)
         self._names: set[str] = set()
 
     def unique_name(self, base: str) -> str:

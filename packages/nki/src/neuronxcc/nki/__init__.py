@@ -14,7 +14,7 @@ import sys
 import nki as _nki
 from nki import *  # noqa: F403
 from nki import isa, language  # noqa: F401 - the submodules legacy code reaches as attributes
-from nki.legacy import jit, trace  # noqa: F401 - the legacy forms (platform_target honoured)
+from nki.legacy import jit, profile, tensor, trace  # noqa: F401 - the legacy forms (platform_target honoured)
 
 _PREFIX = __name__ + "."
 
@@ -41,4 +41,4 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 sys.meta_path.insert(0, _Alias())
-__all__ = list(_nki.__all__) + ["trace"]
+__all__ = list(_nki.__all__) + ["trace", "profile", "tensor"]

@@ -20,6 +20,7 @@ import time
 
 from neuron_sim.trace import global_sink
 
+from ..kernel import Kernel
 from .checks import ComparisonLog
 from .outcome import CRASH, NO_CHECK, OK, SKIPPED, WRONG, Outcome, UnitTimeout, classify
 from .paths import import_paths
@@ -75,6 +76,8 @@ class UnitRun:
 def run_script(run: UnitRun) -> list[Outcome]:
     run.start()
     error = None
+    argv = sys.argv
+    sys.argv = [run.file]  # the script's own argument parser sees no arguments, as when run by hand
     try:
         runpy.run_path(run.file, run_name="__main__")
     except SystemExit as exit_:
@@ -82,6 +85,8 @@ def run_script(run: UnitRun) -> list[Outcome]:
             error = RuntimeError(f"the script exited with status {exit_.code}")
     except BaseException as err:  # noqa: BLE001 - every failure of the unit is its outcome
         error = err
+    finally:
+        sys.argv = argv
     return [run.finish("<script>", error, script=True)]
 
 
@@ -91,6 +96,12 @@ class _Plugin:
     def __init__(self, run: UnitRun):
         self.run = run
         self.outcomes: list[Outcome] = []
+
+    def pytest_pycollect_makeitem(self, collector, name, obj):
+        """A kernel named ``test_*`` (a unittest-style file's module-level kernel) is not a test."""
+        if isinstance(obj, Kernel):
+            return []
+        return None
 
     def pytest_collectreport(self, report):
         if report.failed:

@@ -182,7 +182,9 @@ def nc_matmul(dst: NkiTensor = None, stationary: NkiTensor = None, moving: NkiTe
     if is_transpose:
         return nc_transpose(dst, stationary, engine=engine.tensor, name=name)
     mode = perf_mode.value if isinstance(perf_mode, matmul_perf_mode) else str(perf_mode)
-    if dst is None:  # legacy: returns a new PSUM tile
+    mode = {"double_row_gen3": "double_row"}.get(mode, mode)  # the legacy name of NC-v3's FP8 double-row mode
+    fresh = dst is None
+    if fresh:  # legacy: returns a new PSUM tile
         rows = 2 if mode == "double_row" else 1
         dst = ndarray((stationary.size // stationary.shape[0] // rows, moving.size // moving.shape[0] // rows), "float32", "psum")
     written = psum_written(dst) if dst.buffer == "psum" else False
@@ -195,10 +197,12 @@ def nc_matmul(dst: NkiTensor = None, stationary: NkiTensor = None, moving: NkiTe
                 f"{tracing.user_location()}: nc_matmul accumulate=True into a PSUM region no matmul has initialized "
                 "is undefined behaviour on hardware (the simulator adds to its current contents)",
                 RuntimeWarning, stacklevel=2)
-    _emit(sim.Matmul(dst=_ap(dst, "dst"), stationary=_ap(stationary, "stationary"), moving=_ap(moving, "moving"),
-                     accumulate=acc, perf_mode=mode), name)
+    handle = _emit(sim.Matmul(dst=_ap(dst, "dst"), stationary=_ap(stationary, "stationary"), moving=_ap(moving, "moving"),
+                              accumulate=acc, perf_mode=mode), name)
     if dst.buffer == "psum":
         mark_psum_written(dst)
+    if fresh:  # ``psum[...] += nisa.nc_matmul(a, b)`` turns into a matmul accumulating into psum
+        dst._pending_matmul = handle.instruction
     return dst
 
 

@@ -18,6 +18,7 @@ from ..tensor import broadcast_view as _broadcast_view
 from . import constants as _constants
 from . import math_ops as _m
 from . import operators as _operators  # noqa: F401 - attaches NkiTensor's legacy operators
+from .debug import device_print  # noqa: F401 - re-exported (see __all__)
 from .dtypes import (  # noqa: F401 - re-exported (see __all__)
     DType,
     bfloat16,
@@ -42,6 +43,7 @@ from .dtypes import (  # noqa: F401 - re-exported (see __all__)
 )
 from .loops import (  # noqa: F401 - re-exported (see __all__)
     affine_range,
+    dynamic_range,
     fori_loop,
     no_reorder,
     sequential_range,
@@ -63,7 +65,7 @@ from .memory_ops import (  # noqa: F401 - re-exported (see __all__)
     zeros_like,
 )
 from .objects import NKIObject  # noqa: F401 - re-exported (see __all__)
-from .spmd import num_programs, program_id, program_ndim  # noqa: F401 - re-exported (see __all__)
+from .spmd import nc, num_programs, program_id, program_ndim, spmd_dim  # noqa: F401 - re-exported (see __all__)
 
 tensor = NkiTensor
 

@@ -67,3 +67,18 @@ def while_loop(init: VirtualRegister, body_fun) -> VirtualRegister:
     ctx.emit(RegisterSet(register=cond.name, value=nxt.name))
     ctx.emit(LoopEnd(register=cond.name))
     return cond
+
+
+def dynamic_range(start, stop=None, step: int = 1):
+    """A run-time loop written as a Python ``for`` (deprecated in NKI 0.6 for ``nl.fori_loop``):
+    ``for i in nl.dynamic_range(n_reg): body(i)`` traces the body once and runs it as often as the
+    bounds (ints or registers) say; ``i`` is a frozen register."""
+    if stop is None:
+        start, stop = 0, start
+    ctx = tracing.current()
+    if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+        raise ctx.error("loop.step", f"dynamic_range step must be a positive compile-time int, got {step!r}")
+    counter = new_register(ctx, "i")
+    ctx.emit(LoopStart(register=counter.name, lower=_bound(start, "lower"), upper=_bound(stop, "upper"), step=step))
+    yield counter.frozen()
+    ctx.emit(LoopEnd(register=counter.name))
