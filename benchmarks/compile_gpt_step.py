@@ -67,7 +67,7 @@ class Run:
             import torch_neuronx
 
             torch.neuron.synchronize()
-            trace = torch_neuronx._state.bridge().runtime.device(0).trace
+            trace = torch_neuronx.device.state.bridge().runtime.device(0).trace
             handle = trace.subscribe(launches.append)
         if device == "neuron":
             start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)

@@ -8,12 +8,12 @@ import time
 import pytest
 import torch
 import torch_neuronx
-from torch_neuronx import _state
+from torch_neuronx import execution
 from torch_neuronx.ops import costs
 
 
 def _timed(fn, event_cls=torch_neuronx.Event):
-    queue = _state.current_queue(0)
+    queue = execution.queue(0)
     start, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
     start.record()
     t0 = queue.sim_time_ns

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch_neuronx
 from tnx_helpers import run_python, torch_neuronx_runtime
-from torch_neuronx import _state
+from torch_neuronx.device import state as _state
 
 
 def test_allocated_follows_tensors():

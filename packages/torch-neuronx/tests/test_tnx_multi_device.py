@@ -9,7 +9,7 @@ def test_visible_cores_range_gives_two_devices():
     proc = run_python(
         """
         import torch, torch_neuronx
-        from torch_neuronx import _state
+        from torch_neuronx.device import state as _state
         rt = _state.bridge().runtime
         assert torch.neuron.device_count() == 2 == torch.accelerator.device_count()
         assert [d.core_id for d in rt.devices] == [0, 1]

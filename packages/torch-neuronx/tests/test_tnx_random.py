@@ -66,11 +66,11 @@ def test_random_ops_draw_in_program_order():
     # generator afterwards must not change them.
     import threading
 
-    from torch_neuronx import _state
+    from torch_neuronx import execution
 
     g = torch.Generator(device="neuron").manual_seed(1)
     gate = threading.Event()
-    _state.current_queue(0).submit(lambda: gate.wait(30), name="gate")
+    execution.queue(0).submit(lambda: gate.wait(30), name="gate")
     threading.Timer(0.2, gate.set).start()
     a = torch.randn(6, device="neuron", generator=g)
     g.manual_seed(99)

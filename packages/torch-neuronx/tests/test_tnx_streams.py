@@ -8,13 +8,13 @@ import threading
 import torch
 import torch_neuronx
 from tnx_helpers import assert_equal
-from torch_neuronx import _state
+from torch_neuronx import execution
 
 
 def _gate_current_stream() -> threading.Event:
     """Hold the current stream until the returned event is set (a task waiting on the host)."""
     gate = threading.Event()
-    _state.current_queue(torch.neuron.current_device()).submit(lambda: gate.wait(30), name="gate")
+    execution.queue(torch.neuron.current_device()).submit(lambda: gate.wait(30), name="gate")
     return gate
 
 
@@ -39,8 +39,8 @@ def test_stream_objects():
 
 def test_launches_go_on_the_current_stream():
     s = torch_neuronx.Stream()
-    queue = _state.bridge().queue(0, s.stream_id)
-    default = _state.bridge().queue(0, 0)
+    queue = execution.queue(0, s)
+    default = execution.queue(0, 0)
     x = torch.ones(256, device="neuron")
     before_s, before_default = queue.sim_time_ns, default.sim_time_ns
     with torch.neuron.stream(s):
@@ -120,7 +120,7 @@ def test_wait_stream_and_torch_event():
 
 def test_simulated_time_orders_across_streams_only_with_events():
     s1, s2 = torch_neuronx.Stream(), torch_neuronx.Stream()
-    q1, q2 = _state.bridge().queue(0, s1.stream_id), _state.bridge().queue(0, s2.stream_id)
+    q1, q2 = execution.queue(0, s1), execution.queue(0, s2)
     x = torch.randn(512, 512, device="neuron")
     with torch.neuron.stream(s1):
         for _ in range(5):

@@ -14,25 +14,24 @@ from __future__ import annotations
 
 
 def _autoload() -> None:
-    """Entry point of the ``torch.backends`` group. Defined before ``import torch``: when this
-    package is imported first, importing torch runs the entry point while this module is still
-    initializing."""
-    from ._registration import initialize
-
-    initialize()
+    """Entry point of the ``torch.backends`` group. Loading it imports this package, which
+    registers the device (below). Defined before ``import torch``: when this package is imported
+    first, importing torch calls it while this module is still initializing - and this module
+    then goes on to register the device itself."""
 
 
 import torch  # noqa: E402
 
-from . import _registration  # noqa: E402
+from .device import registration as _device_registration  # noqa: E402
+from .kernels import registration as _kernel_registration  # noqa: E402
 
-_registration.initialize()
+_device_registration.initialize()
+_kernel_registration.register()
 
-from . import memory, neuron, random  # noqa: E402
 from .compiled.adaptive import set_adaptive_eager  # noqa: E402
-from .dynamo import compile_metrics, pad_to_bucket, reset_compile_metrics  # noqa: E402  (torch.compile backend)
-from .errors import NeuronOutOfMemoryError, NeuronRuntimeError  # noqa: E402
-from .memory import (  # noqa: E402
+from .device import memory, neuron, random  # noqa: E402
+from .device.errors import NeuronOutOfMemoryError, NeuronRuntimeError  # noqa: E402
+from .device.memory import (  # noqa: E402
     empty_cache,
     max_memory_allocated,
     max_memory_reserved,
@@ -44,7 +43,7 @@ from .memory import (  # noqa: E402
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
-from .neuron import (  # noqa: E402
+from .device.neuron import (  # noqa: E402
     current_device,
     device,
     device_count,
@@ -55,10 +54,11 @@ from .neuron import (  # noqa: E402
     set_device,
     synchronize,
 )
+from .device.random import get_rng_state, initial_seed, manual_seed, manual_seed_all, seed, set_rng_state  # noqa: E402
+from .device.streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: E402
+from .dynamo import compile_metrics, pad_to_bucket, reset_compile_metrics  # noqa: E402  (torch.compile backend)
 from .nki_op import nki_op, wrap_nki  # noqa: E402
 from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops, get_fallback_reasons  # noqa: E402
-from .random import get_rng_state, initial_seed, manual_seed, manual_seed_all, seed, set_rng_state  # noqa: E402
-from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: E402
 
 __version__ = "2.13.0+sim"
 

@@ -18,7 +18,7 @@ import torch
 from neuron_sim import dtypes
 from torch._subclasses.fake_tensor import FakeTensor
 
-from . import _state
+from .execution import launch_neff, runtime
 from .ops import tracking
 from .ops.host import is_neuron
 
@@ -42,11 +42,9 @@ def torch_dtype(dtype) -> torch.dtype:
     return _TORCH[np.dtype(dtype)]
 
 
-def device_array(t: torch.Tensor) -> np.ndarray:
-    """A numpy array over a contiguous neuron tensor's device memory (zero-copy)."""
-    nbytes = t.numel() * t.element_size()
-    raw = _state.bridge().numpy_bytes(t.data_ptr(), nbytes) if nbytes else np.empty(0, dtype=np.uint8)
-    return raw.view(numpy_dtype(t.dtype)).reshape(tuple(t.shape))
+def _buffer(t: torch.Tensor) -> tuple:
+    """A contiguous neuron tensor's device memory, as the execution API binds it."""
+    return t, t.numel() * t.element_size()
 
 
 def describe(t: torch.Tensor) -> tuple[tuple[int, ...], np.dtype]:
@@ -90,24 +88,23 @@ def call_kernel(kernel, args, kwargs):
 
     t_args = [operand(a) for a in args]
     t_kwargs = {k: operand(v) for k, v in kwargs.items()}
-    queue = _state.current_queue(device.index)
-    compiled = kernel.compile(t_args, t_kwargs, arch=queue.device.arch)  # the device's generation
+    compiled = kernel.compile(t_args, t_kwargs, arch=runtime().device(device.index).arch)  # the device's generation
     buffers = {}
     for i, name in compiled.params.items():
-        buffers[name] = device_array(t_args[i])
+        buffers[name] = _buffer(t_args[i])
     for key, name in compiled.kw_params.items():
-        buffers[name] = device_array(t_kwargs[key])
+        buffers[name] = _buffer(t_kwargs[key])
     outputs = {}
     decls = compiled.tensors
     for name in compiled.returned_names:
         decl = decls[name]
         out = torch.empty(decl.shape, dtype=torch_dtype(dtypes.to_numpy(decl.dtype)), device=device)
         outputs[name] = out
-        buffers[name] = device_array(out)
+        buffers[name] = _buffer(out)
     shapes = ", ".join(f"{list(a.shape)}" for a in t_args if isinstance(a, torch.Tensor))
     programs = compiled.programs  # an LNC=2 kernel: one launch of both cores' programs, timed as both at once
-    submission = queue.launch(programs if len(programs) > 1 else programs[0], buffers, name=kernel.__name__,
-                              context=f"NKI kernel {kernel.__name__}({shapes}) on {device}", executor="exact")
+    submission = launch_neff(programs if len(programs) > 1 else programs[0], buffers, device=device, name=kernel.__name__,
+                             context=f"NKI kernel {kernel.__name__}({shapes}) on {device}", framework="nki", executor="exact")
     kernel.record(last_timing=list(submission.timings), last_device_time_ns=submission.device_time_ns)
     tracking.record(f"nki::{kernel.__name__}", fallback=False)
     for original, dense in write_back:

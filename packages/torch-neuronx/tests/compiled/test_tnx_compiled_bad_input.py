@@ -23,14 +23,14 @@ def test_float64_runs_through_cpu_fallback_exactly(neuron):
 
 @pytest.fixture
 def failing_compiler(monkeypatch):
-    """neuronx-cc failing on every graph (not for lack of an op lowering)."""
-    import neuronxcc.compiler as compiler
+    """neuronx-cc failing on every graph the eager path compiles (not for lack of an op lowering)."""
     from neuronxcc.compiler import CompileError
+    from torch_neuronx.compiled import dispatch
 
     def compile_neff(graph, arch):
         raise CompileError("tile.sbuf_overflow", "does not fit in SBUF", op="reduce", shapes=["4x1023xfloat32"])
 
-    monkeypatch.setattr(compiler, "compile_neff", compile_neff)
+    monkeypatch.setattr(dispatch, "compile_neff", compile_neff)
 
 
 def test_compile_failure_warns_and_falls_back(neuron, failing_compiler):

@@ -9,7 +9,7 @@ import contextlib
 
 import torch
 import torch_neuronx
-from torch_neuronx import _state
+from torch_neuronx.device import state as _state
 from torch_neuronx.testing.gpt import GPT, GPTConfig, batches
 
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 import torch
 from tnx_helpers import assert_close_to_cpu, assert_equal, torch_neuronx_runtime
-from torch_neuronx import _state
+from torch_neuronx import execution
 from torch_neuronx.ops import costs
 
 pytestmark = pytest.mark.usefixtures("fallback_only")  # compiled ops would take these calls
@@ -41,7 +41,7 @@ def test_ops_are_queued_as_cpu_fallback_launches():
 
 def test_submission_does_not_wait_for_the_device():
     gate = threading.Event()
-    _state.current_queue(0).submit(lambda: gate.wait(30), name="gate")
+    execution.queue(0).submit(lambda: gate.wait(30), name="gate")
     x = torch.ones(8, 8, device="neuron")
     y = (x @ x).relu()  # shapes known at submission from meta kernels
     assert y.shape == (8, 8) and y.dtype == torch.float32 and y.device.type == "neuron"
@@ -98,7 +98,7 @@ def test_cpu_index_tensors_are_accepted_and_snapshotted():
     idx = torch.tensor([1, 3])
     x[x > 4]  # a boolean mask runs synchronously; it must not make integer indexing synchronous
     gate = threading.Event()
-    _state.current_queue(0).submit(lambda: gate.wait(5), name="gate")
+    execution.queue(0).submit(lambda: gate.wait(5), name="gate")
     picked = x[idx]  # a CPU index into a neuron tensor, as with CUDA
     assert not torch.neuron.current_stream().query()  # queued behind the gate, not run at once
     idx.fill_(0)  # changed before the stream reaches the op: the op saw the old values
@@ -124,7 +124,7 @@ def test_attention_matches_cpu_and_is_async_without_dropout():
     qd = q.to("neuron")
     torch.neuron.synchronize()
     gate = threading.Event()
-    _state.current_queue(0).submit(lambda: gate.wait(5), name="gate")
+    execution.queue(0).submit(lambda: gate.wait(5), name="gate")
     y = F.scaled_dot_product_attention(qd, qd, qd, is_causal=True)
     assert not torch.neuron.current_stream().query()  # queued: no random draws to order
     gate.set()

@@ -25,8 +25,13 @@ import torch
 from neuron_sim.graph import Graph, graph_of
 from neuron_sim.neff import NeffCache
 from neuron_sim.timing import program_timing
+from neuronxcc.compiler import compile_neff
 
-from .. import _env, _state
+from ..device import env as _env
+from ..device import hooks
+from ..device import state as _state
+from ..execution import launch_neff
+from ..ops.transfers import submit_upload
 from .cache import CACHE, neff_key
 from .entry import CompiledOp
 from .launch import writes_in_place
@@ -202,14 +207,10 @@ def flush(device_index: int, stream_id: int) -> None:
     stats["dead_outputs"] += len(outputs) - len(live)
     signature = (tuple((entry.neff.metadata.get("graph_hash"), tuple(srcs)) for entry, srcs, _ in run.items),
                  tuple((k, j) for k, j, _ in live), _state.bridge().runtime.config.arch.name)
-    queue = _state.bridge().queue(device_index, stream_id)
-    if run.uploads:
-        from ..ops.kernels import submit_upload
-
-        for dst, src in run.uploads:
-            submit_upload(queue, dst, src)
+    for dst, src in run.uploads:
+        submit_upload(dst, src, stream=stream_id)
     if len(run.items) == 1 and len(live) == len(outputs):
-        _launch_each(queue, run)  # a run of one op whose results all live: its own NEFF, as plain eager
+        _launch_each(run)  # a run of one op whose results all live: its own NEFF, as plain eager
         return
     with _lock:
         known = signature in _fused
@@ -223,18 +224,18 @@ def flush(device_index: int, stream_id: int) -> None:
             if len(_fused) > _FUSED_KEPT:
                 _fused.popitem(last=False)
     if neff is None:
-        _launch_each(queue, run)
+        _launch_each(run)
         return
     buffers = {}
-    numpy_bytes = _state.bridge().numpy_bytes
     graph = graph_of(neff.program)
     for value in graph.inputs:
         t = run.externals[int(value.name[1:])]
-        buffers[value.name] = numpy_bytes(t.data_ptr(), value.type.num_elements * t.element_size())
+        buffers[value.name] = (t, value.type.num_elements * t.element_size())
     for m, (k, j, storage) in enumerate(live):
-        buffers[f"y{m}"] = numpy_bytes(storage.data_ptr(), run.items[k][0].outputs[j].nbytes)
+        buffers[f"y{m}"] = (storage, run.items[k][0].outputs[j].nbytes)
     names = ", ".join(entry.name for entry, _, _ in run.items[:6]) + (", ..." if len(run.items) > 6 else "")
-    queue.launch(neff, buffers, name="adaptive_eager_run", context=f"{len(run.items)} fused ops on {run.device}: {names}")
+    launch_neff(neff, buffers, device=device_index, name="adaptive_eager_run", context=f"{len(run.items)} fused ops on {run.device}: {names}",
+                framework="adaptive_eager", stream=stream_id)
 
 
 def _worth_fusing(neff, run: _Run):
@@ -250,9 +251,8 @@ def _worth_fusing(neff, run: _Run):
     return None
 
 
-def _launch_each(queue, run: _Run) -> None:
+def _launch_each(run: _Run) -> None:
     """The run's ops one by one, in order, each into the memory its results already have."""
-    numpy_bytes = _state.bridge().numpy_bytes
     for entry, sources, storages in run.items:
         buffers = {}
         for i, (src, nbytes) in enumerate(zip(sources, entry.in_nbytes)):
@@ -262,10 +262,11 @@ def _launch_each(queue, run: _Run) -> None:
                 _, k, j, offset = src
                 producer = run.items[k][0].outputs[j]
                 ptr = run.items[k][2][j].data_ptr() + offset * producer.dtype.itemsize
-            buffers[f"in{i}"] = numpy_bytes(ptr, nbytes)
+            buffers[f"in{i}"] = (ptr, nbytes)
         for j, storage in enumerate(storages):
-            buffers[f"out{j}"] = numpy_bytes(storage.data_ptr(), entry.outputs[j].nbytes)
-        queue.launch(entry.neff, buffers, name=entry.name, context=entry.context)
+            buffers[f"out{j}"] = (storage, entry.outputs[j].nbytes)
+        launch_neff(entry.neff, buffers, device=run.device, name=entry.name, context=entry.context, framework="adaptive_eager",
+                    stream=run.stream_id)
 
 
 def flush_all() -> None:
@@ -279,10 +280,17 @@ def pending() -> bool:
     return bool(_runs)
 
 
+def _flush_before_queue_use(device_index: int, stream_id: int) -> None:
+    if _runs:
+        flush(device_index, stream_id)
+
+
+hooks.on_queue_use(_flush_before_queue_use)
+hooks.on_synchronize(flush_all)
+
+
 def _compile(run: _Run, live, signature):
     """The fused graph of ``run``: external inputs ``x{n}``, live results ``y{m}``."""
-    from neuronxcc.compiler import compile_neff
-
     disk = CACHE.disk()
     key = neff_key("torch_neuronx.adaptive", repr(signature)) if disk is not None else None
     neff = disk.get(key) if isinstance(disk, NeffCache) else None

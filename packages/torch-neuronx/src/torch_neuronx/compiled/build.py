@@ -11,14 +11,17 @@ the call's tensors alias.
 from __future__ import annotations
 
 import torch
+from neuron_sim import dtypes
+from neuronxcc.compiler.lower.elementwise_ops import ELEMENTWISE_OPS
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from ..ops.fallback import as_cpu_kernel_returns
+from ..ops.schema import argument, arguments_by_name, mutated_arguments, with_argument
 from .dtypes import NotLowerable, sim_dtype
 from .empty import EmptyOperand
 from .entry import METADATA_KEY, CompiledOp, OutputSpec
 from .tracing import dense_permutation, graph_for, is_row_major, row_major_strides, storage_span
-from .variants import RUNTIME_SCALARS, argument, arguments_by_name, functional_variant, mutated_arguments, with_argument
+from .variants import RUNTIME_SCALARS, functional_variant
 
 
 def _meta(x):
@@ -182,8 +185,6 @@ def _inexact_integer_op(graph) -> str | None:
     up as an index (wrapping negative indices: bounded by the indexed dimension). Other integer
     data may be moved, cast and compared (exact below 2**24, as on the hardware) but its
     arithmetic runs through CPU fallback."""
-    from neuron_sim import dtypes
-
     def is_int(v):
         return dtypes.is_int(v.type.dtype)
 
@@ -240,8 +241,6 @@ _SMALLER_OPERAND_VIEWS = {"broadcast_in_dim", "reshape"}
 def _is_elementwise(graph) -> bool:
     """Every output element depends only on input elements at its own index (and on smaller
     operands broadcast to it): results may then overwrite an input that is read the same way."""
-    from neuronxcc.compiler.lower.elementwise_ops import ELEMENTWISE_OPS
-
     for node in graph.nodes:
         if node.op in ELEMENTWISE_OPS or node.op in _POINTWISE:
             if any(v.type.shape != node.outputs[0].type.shape for v in node.inputs):

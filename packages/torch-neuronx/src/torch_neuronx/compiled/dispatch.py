@@ -22,18 +22,22 @@ import warnings
 from collections import OrderedDict
 
 import torch
+from neuronxcc.compiler import CompileError, compile_neff
 from torch.utils._pytree import tree_flatten
 
-from .. import _env, _state
+from ..device import env as _env
+from ..device import hooks
+from ..device import state as _state
 from ..ops import fallback, tracking
+from ..ops.schema import argument, mutated_arguments, with_argument
 from . import adaptive
 from .build import build
 from .cache import CACHE
 from .dtypes import NotLowerable
 from .empty import EmptyOperand, run_without_kernel
-from .launch import launch
+from .launch import launch_op
 from .signature import call_signature
-from .variants import RUNTIME_SCALARS, argument, functional_variant, mutated_arguments, scalar_overload, with_argument
+from .variants import RUNTIME_SCALARS, functional_variant, scalar_overload
 
 BACKEND_ENV = "TORCH_NEURONX_EAGER_BACKEND"
 STRICT_ENV = "TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS"
@@ -155,7 +159,7 @@ def neuron_kernel(op, *args, **kwargs):
         result = adaptive.defer(entry, op, tensors, device, targets)
         if result is not None:
             return result
-    return launch(entry, op, tensors, targets, device)
+    return launch_op(entry, op, tensors, targets, device)
 
 
 def _runtime_scalar(op, name: str, args, kwargs):
@@ -214,6 +218,9 @@ def forget_device_scalars() -> None:
         _SCALARS.clear()
 
 
+hooks.on_release_memory(forget_device_scalars)
+
+
 def _without_kernel(op, facts, args, kwargs):
     """A call over empty tensors: its empty results, or the fallback if it computes values."""
     flat = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor) and x.device.type == "neuron"]
@@ -245,8 +252,6 @@ def _numbers_as_host_scalars(facts, args, kwargs):
 
 
 def _build(op, args, kwargs, tensors, arch):
-    from neuronxcc.compiler import CompileError, compile_neff
-
     try:
         return build(op, args, kwargs, tensors, arch, compile_neff)
     except CompileError as err:
@@ -293,7 +298,7 @@ def register_functional_kernels(lib: torch.library.Library, skip: set[str]) -> N
             continue
         base, _, overload = name[len("aten::"):].partition(".")
         if name[len("aten::"):] in skip or (not overload and base in skip):
-            continue  # registered by ops.kernels
+            continue  # registered whole (kernels.whole_ops)
         op = getattr(getattr(torch.ops.aten, base), overload or "default")
         if mutated_arguments(op) or any(r.alias_info is not None for r in op._schema.returns):
             continue

@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
+from ..ops.schema import mutated_arguments
 from .dtypes import NotLowerable
-from .variants import mutated_arguments
 
 
 class EmptyOperand(NotLowerable):

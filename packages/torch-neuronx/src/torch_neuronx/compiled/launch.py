@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import _state
+from ..execution import launch_neff
 from .entry import CompiledOp
 
 _IN_NAMES: list[str] = []
@@ -25,12 +25,11 @@ def _names(names: list[str], prefix: str, count: int) -> list[str]:
     return names
 
 
-def launch(entry: CompiledOp, op, tensors: list[torch.Tensor], targets: list[torch.Tensor] | None, device: torch.device):
+def launch_op(entry: CompiledOp, op, tensors: list[torch.Tensor], targets: list[torch.Tensor] | None, device: torch.device):
     """Launch ``entry`` over ``tensors``; ``targets`` are the tensors a mutating op writes."""
-    numpy_bytes = _state.bridge().numpy_bytes
     buffers = {}  # the program's own constants bind themselves (neuron_sim.runtime.constants)
     for name, t, nbytes in zip(_names(_IN_NAMES, "in", len(tensors)), tensors, entry.in_nbytes):
-        buffers[name] = numpy_bytes(t.data_ptr(), nbytes)
+        buffers[name] = (t, nbytes)
     results, copies = [], []
     out_names = _names(_OUT_NAMES, "out", len(entry.outputs))
     for j, spec in enumerate(entry.outputs):
@@ -41,9 +40,9 @@ def launch(entry: CompiledOp, op, tensors: list[torch.Tensor], targets: list[tor
             out = torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device)
             if target is not None:
                 copies.append((target, out))
-        buffers[out_names[j]] = numpy_bytes(out.data_ptr(), spec.nbytes)
+        buffers[out_names[j]] = (out, spec.nbytes)
         results.append(out)
-    _state.current_queue(device.index).launch(entry.neff, buffers, name=op._schema.name, context=entry.context)
+    launch_neff(entry.neff, buffers, device=device, name=op._schema.name, context=entry.context, framework="eager")
     for target, out in copies:
         target.copy_(out)
     if targets is not None:

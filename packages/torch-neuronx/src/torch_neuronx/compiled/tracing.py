@@ -17,6 +17,9 @@ import math
 
 import torch
 from neuron_sim.graph import Graph
+from neuronxcc.frontend import FrontendError, from_fx
+from neuronxcc.frontend.fx import decompositions
+from torch.fx.experimental.proxy_tensor import make_fx
 
 from .dtypes import NotLowerable, sim_dtype
 
@@ -61,9 +64,6 @@ def dense_permutation(shape, strides) -> tuple[int, ...] | None:
 
 def trace(fn, specs: list[TensorSpec]) -> torch.fx.GraphModule:
     """FX graph of ``fn`` (tensors -> flat list of tensors or None) on fake inputs of ``specs``."""
-    from neuronxcc.frontend.fx import decompositions
-    from torch.fx.experimental.proxy_tensor import make_fx
-
     examples = [torch.empty(shape, dtype=dtype) for shape, _strides, dtype in specs]
     try:
         return make_fx(fn, decomposition_table=decompositions(), tracing_mode="fake")(*examples)
@@ -75,8 +75,6 @@ def graph_for(fn, specs: list[TensorSpec], out_perms: list, name: str) -> tuple[
     """The graph of ``fn`` over buffers: inputs ``in{i}``, outputs ``out{j}`` (``out_perms[j]``
     the dim order of output j's buffer, None for row-major). Also returns the positions of
     ``fn``'s None results, which have no graph output."""
-    from neuronxcc.frontend import FrontendError, from_fx
-
     gm = trace(fn, specs)
     examples = [torch.empty(shape, dtype=dtype) for shape, _strides, dtype in specs]
     try:

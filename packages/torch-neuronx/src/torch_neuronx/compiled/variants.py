@@ -11,10 +11,7 @@ import functools
 
 import torch
 
-
-def mutated_arguments(op) -> list[str]:
-    """Names of the arguments ``op`` writes, in schema order."""
-    return [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+from ..ops.schema import mutated_arguments
 
 
 def _arange(start, end, step=1):
@@ -64,38 +61,6 @@ def functional_variant(op):
         if [(a.name, str(a.type)) for a in candidate._schema.arguments] == wanted:
             return candidate
     return None
-
-
-@functools.cache
-def positional_names(op) -> tuple[str, ...]:
-    """The names of ``op``'s positional arguments (reading the schema builds new objects each time)."""
-    return tuple(a.name for a in op._schema.arguments if not a.kwarg_only)
-
-
-def arguments_by_name(op, args, kwargs) -> dict:
-    """The call's argument values by schema name."""
-    values = dict(zip(positional_names(op), args))
-    values.update(kwargs)
-    return values
-
-
-def argument(op, args, kwargs, name: str):
-    """The value of argument ``name`` in a call of ``op`` (None if not given)."""
-    positional = positional_names(op)
-    if name in positional:
-        i = positional.index(name)
-        if i < len(args):
-            return args[i]
-    return kwargs.get(name)
-
-
-def with_argument(op, args, kwargs, name: str, value):
-    """``args, kwargs`` of a call of ``op`` with argument ``name`` set to ``value``."""
-    positional = positional_names(op)
-    if name in positional and positional.index(name) < len(args):
-        i = positional.index(name)
-        return (*args[:i], value, *args[i + 1:]), kwargs
-    return args, {**kwargs, name: value}
 
 
 @functools.cache

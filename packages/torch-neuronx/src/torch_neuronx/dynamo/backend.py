@@ -23,9 +23,12 @@ import os
 import warnings
 
 import torch
+from neuronxcc.frontend.fx import sdpa_math
 
 from . import metrics
+from .decompositions import decompositions
 from .errors import NeuronCompileError, NeuronDynamicShapeError
+from .runtime import CompiledGraph
 
 FALLBACK_ENV = "TORCH_NEURONX_COMPILE_FALLBACK"
 _FALLBACKS = ("error", "eager")
@@ -55,12 +58,9 @@ def _is_dynamic(example_inputs) -> bool:
 
 def neuron_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None, **_ignored):
     """The dynamo backend. Returns the compiled callable for ``gm``."""
+    # dynamo's own modules load with the first compile, not with ``import torch``'s autoload.
     from functorch.compile import make_boxed_func
-    from neuronxcc.frontend.fx import sdpa_math
     from torch._dynamo.backends.common import aot_autograd
-
-    from .decompositions import decompositions
-    from .runtime import CompiledGraph
 
     options = dict(options or {})
     unknown = set(options) - {"fallback"}

@@ -12,12 +12,11 @@ from __future__ import annotations
 import functools
 
 import torch
+from neuronxcc.frontend.fx import decompositions as compiler_table
 
 
 @functools.cache
 def _table() -> dict:
-    from neuronxcc.frontend.fx import decompositions as compiler_table
-
     table = {op: fn for op, fn in compiler_table().items()
              if not (isinstance(op, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in op.tags)}
     for name in dir(torch.ops.aten):

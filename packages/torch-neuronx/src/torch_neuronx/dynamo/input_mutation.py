@@ -15,6 +15,8 @@ That is safe when nothing reads the old value after the new one may have been wr
 
 from __future__ import annotations
 
+from neuronxcc.compiler.lower.elementwise_ops import ELEMENTWISE_OPS
+
 from ..compiled.tracing import is_row_major
 
 # Ops computing element i of their result from element i of same-shaped operands.
@@ -24,8 +26,6 @@ _SAME_INDEX = {"constant", "iota", "copy"}
 def in_place_outputs(graph, candidates: list[tuple[int, int | None]], in_specs: list) -> list[tuple[int, int | None]]:
     """The (output j, input i) pairs of ``candidates`` whose output may be written into input i's
     buffer (i None: the graph does not read the argument it writes)."""
-    from neuronxcc.compiler.lower.elementwise_ops import ELEMENTWISE_OPS
-
     consumers: dict[int, list] = {}
     for node in graph.nodes:
         for v in node.inputs:

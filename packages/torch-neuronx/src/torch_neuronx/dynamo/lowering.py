@@ -15,10 +15,16 @@ import re
 from dataclasses import dataclass
 
 import torch
+from neuronxcc.frontend import FrontendError, from_fx
+from neuronxcc.frontend.fx import sdpa_math
 from torch import fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx import traceback as fx_traceback
+from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._pytree import tree_map
 
 from ..compiled.tracing import _over_buffers, dense_permutation, is_row_major
+from .decompositions import decompositions
 from .errors import NeuronCompileError, source_line
 from .partition import ARG, CONSTANT, DEVICE, DROPOUT, HOST, RANDOM, Partition
 
@@ -108,14 +114,6 @@ def output_perm(value: torch.Tensor):
 def to_graph(dm: DeviceModule, specs: list, out_perms: list, name: str, aot_gm: fx.GraphModule):
     """The ``neuron_sim`` graph of ``dm`` over buffers of ``specs`` ((shape, strides, dtype) per
     source); NeuronCompileError naming the op and its source line when it cannot be lowered."""
-    from neuronxcc.frontend import FrontendError, from_fx
-    from neuronxcc.frontend.fx import sdpa_math
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx import traceback as fx_traceback
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from .decompositions import decompositions
-
     def run(*inputs):
         with fx_traceback.preserve_node_meta():
             return fx.Interpreter(dm.gm).run(*inputs)

@@ -21,11 +21,14 @@ import time
 from collections import Counter
 
 import torch
+from neuronxcc.compiler import CompileError, compile_neff
 from torch import fx
 
-from .. import _state
 from ..compiled.tracing import row_major_strides, storage_span
-from ..ops import kernels
+from ..device import state as _state
+from ..execution import launch_neff
+from ..ops.generators import draw_dropout_mask
+from ..ops.transfers import submit_upload
 from . import metrics
 from .errors import NeuronCompileError
 from .graph_cache import CACHE, GraphNeff, OutputBuffer, graph_key
@@ -99,8 +102,6 @@ class CompiledGraph:
         entry = self._variants.get(specs)
         if entry is not None:
             return entry
-        from neuronxcc.compiler import CompileError, compile_neff
-
         started = time.perf_counter()
         arch = _state.bridge().runtime.config.arch
         key = graph_key(self.dm.gm.code + repr(self.mutation_candidates), list(specs),
@@ -208,7 +209,7 @@ class CompiledGraph:
         mask = node.meta["val"][1]
         p = node.args[1] if len(node.args) > 1 else node.kwargs["p"]
         drawn = torch.empty_strided(mask.shape, mask.stride(), dtype=torch.bool)
-        return kernels.draw_dropout_mask(drawn, p, self._device(None))
+        return draw_dropout_mask(drawn, p, self._device(None))
 
     def _upload_masks(self, masks: list) -> dict:
         """All of a call's masks cross the host link in one upload (one copy, not one per mask):
@@ -222,7 +223,7 @@ class CompiledGraph:
             host.as_strided(drawn.shape, drawn.stride(), offset).copy_(drawn)
         device = self._device(None)
         packed = torch.empty(total, dtype=torch.bool, device=device)
-        kernels.submit_upload(_state.current_queue(device.index), packed, host)
+        submit_upload(packed, host)
         return {node: packed.as_strided(drawn.shape, drawn.stride(), offset)
                 for (node, drawn), offset in zip(masks, offsets)}
 
@@ -264,18 +265,18 @@ class CompiledGraph:
 
     def _launch(self, entry: GraphNeff, inputs: list[torch.Tensor], args: list) -> tuple[list[torch.Tensor], set]:
         """(the NEFF's outputs, the mutation values it wrote straight into their arguments)."""
-        numpy_bytes = _state.bridge().numpy_bytes
         device = self.device
-        buffers = {f"in{i}": numpy_bytes(t.data_ptr(), n) for i, (t, n) in enumerate(zip(inputs, entry.in_nbytes))}
+        buffers = {f"in{i}": (t, n) for i, (t, n) in enumerate(zip(inputs, entry.in_nbytes))}
         in_place = self._in_place_targets(entry, inputs, args)
         results = []
         for j, spec in enumerate(entry.outputs):
             out = in_place.get(j)
             if out is None:
                 out = torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device)
-            buffers[f"out{j}"] = numpy_bytes(out.data_ptr(), spec.nbytes)
+            buffers[f"out{j}"] = (out, spec.nbytes)
             results.append(out)
-        _state.current_queue(device.index).launch(entry.neff, buffers, name=self.name, context=f"torch.compile graph {self.name}")
+        launch_neff(entry.neff, buffers, device=device, name=self.name, context=f"torch.compile graph {self.name}",
+                    framework="torch.compile")
         return results, {self.dm.outputs[j] for j in in_place}
 
     def _in_place_targets(self, entry: GraphNeff, inputs: list[torch.Tensor], args: list) -> dict:

@@ -14,17 +14,16 @@ ops consume them in the same order.
 
 from __future__ import annotations
 
-import threading
-
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from .. import _state
-from ..compiled.variants import arguments_by_name
+from ..device import state as _state
+from ..execution import host_view, queue, submit_host
 from . import costs, tracking
-from .host import host_view, is_neuron, worker_task
+from .generators import HostRng, generator_for
+from .host import is_neuron
+from .schema import arguments_by_name
 
-_RNG_LOCK = threading.Lock()
 NOT_META: set = set()  # ops whose meta kernel is missing or data-dependent: run synchronously
 # Ops that return host values or data-dependent shapes, known up front.
 SYNC_OPS = {
@@ -88,15 +87,6 @@ def _draws_random(op, args, kwargs) -> bool:
     return by_name.get("dropout_p", 1.0) != 0 and by_name.get("train", True) is not False
 
 
-def _generator_for(flat, device: torch.device):
-    for x in flat:
-        if isinstance(x, torch.Generator) and x.device.type == "neuron":
-            return x
-    from ..random import default_generator
-
-    return default_generator(device.index)
-
-
 def _to_cpu_value(x):
     """Operands as CPU kernels take them (generators are swapped in by _execute)."""
     if is_neuron(x):
@@ -127,46 +117,10 @@ def _nbytes(flat) -> int:
     return sum(x.numel() * x.element_size() for x in flat if isinstance(x, torch.Tensor))
 
 
-class _Rng:
-    """Run a random op with a CPU generator holding the neuron generator's state, then write the
-    advanced state back (CPU kernels refuse a generator tagged with another device).
-
-    An op with no Generator argument (native_dropout) draws from the CPU *default* generator, so
-    for it that generator holds the device state during the call and gets its own state back
-    after. (Before, dropout on neuron consumed the CPU generator instead of the device's.)"""
-
-    def __init__(self, neuron_generator, swap_default: bool = False):
-        self.neuron = neuron_generator
-        self.swap_default = swap_default
-        self.cpu = torch.default_generator if swap_default else torch.Generator()
-        self.saved = None
-
-    def __enter__(self):
-        _RNG_LOCK.acquire()
-        if self.swap_default:
-            self.saved = self.cpu.get_state()
-        self.cpu.set_state(self.neuron.get_state())
-        return self.cpu
-
-    def __exit__(self, *exc):
-        try:
-            self.neuron.set_state(self.cpu.get_state())
-            if self.swap_default:
-                self.cpu.set_state(self.saved)
-        finally:
-            _RNG_LOCK.release()
-
-
-def device_generator(device: torch.device) -> _Rng:
-    """Context manager: a CPU generator holding ``device``'s default generator state (written
-    back on exit), for random draws made on the host for the device."""
-    return _Rng(_generator_for([], device))
-
-
 def _rng_for(op, flat, device):
     if not _uses_generator(op):
         return None
-    return _Rng(_generator_for(flat, device), swap_default=not has_generator_argument(op))
+    return HostRng(generator_for(flat, device), swap_default=not has_generator_argument(op))
 
 
 def _rewrap_numbers(op, args, kwargs):
@@ -330,13 +284,12 @@ def _run_async(op, flat, spec, device, meta_out):
                 )
             view.copy_(leaves[i])
 
-    queue = _state.current_queue(device.index)
-    queue.submit(worker_task(run), device_time_ns=costs.fallback_ns(nbytes_in, nbytes_out), name=_op_name(op), kind="cpu_fallback",
-                 context=f"{context} on {device} (CPU fallback)")
+    submit_host(run, device=device, device_time_ns=costs.fallback_ns(nbytes_in, nbytes_out), name=_op_name(op),
+                kind="cpu_fallback", context=f"{context} on {device} (CPU fallback)", framework="cpu_fallback")
     return tree_unflatten(results, out_spec)
 
 
-def _execute(op, cpu_values, spec, rng: _Rng | None):
+def _execute(op, cpu_values, spec, rng: HostRng | None):
     """Call ``op`` on CPU operands; a random op draws from the device generator's state."""
     args, kwargs = tree_unflatten(cpu_values, spec)
     if rng is None:
@@ -364,8 +317,7 @@ def _return_aliases(returns, meta_out) -> list:
 
 def _run_now(op, flat, spec, device):
     """Synchronize the operands' stream, run on CPU at once, and map the results back."""
-    queue = _state.current_queue(device.index)
-    queue.synchronize()
+    queue(device).synchronize()
     rng = _rng_for(op, flat, device)
     cpu_flat = [_to_cpu_value(x) for x in flat]
     result = _execute(op, cpu_flat, spec, rng)
@@ -374,9 +326,10 @@ def _run_now(op, flat, spec, device):
     if _overload(op) in _OVERWRITES_SELF and read and read[0] is flat[0]:
         read = read[1:]  # a random fill never reads the tensor it overwrites: nothing goes to the host
     nbytes = _nbytes(read) + _nbytes([x for x in tree_flatten(result)[0]])
-    queue.submit(lambda: None, device_time_ns=costs.fallback_ns(nbytes, 0), name=_op_name(op), kind="cpu_fallback",
-                 context=f"{_describe(op, flat)} on {device} (CPU fallback, synchronous)")
+    submit_host(None, device=device, device_time_ns=costs.fallback_ns(nbytes, 0), name=_op_name(op), kind="cpu_fallback",
+                context=f"{_describe(op, flat)} on {device} (CPU fallback, synchronous)", framework="cpu_fallback")
     return mapped
+
 
 
 # In-place random fills: ``self`` is only written (its values are replaced, not read).

@@ -2,7 +2,8 @@
 
 Order matters: rename PrivateUse1, start the simulator runtime and hand it to the C++ shim
 (allocator, hooks, guard), register the device module as ``torch.neuron``, generate the
-``Tensor.neuron()``-style methods, then install the kernels, the CPU fallback and autocast.
+``Tensor.neuron()``-style methods, then autocast. The op kernels are registered by the layer that
+owns them (``torch_neuronx.kernels``), after this.
 """
 
 from __future__ import annotations
@@ -11,43 +12,33 @@ import atexit
 import os
 
 import torch
+from neuron_sim.runtime import get_runtime
 
-from . import _state
+from .. import _C
+from . import amp, hooks, neuron, state
+from .bridge import Bridge
 
 NO_MEMORY_CACHING_ENV = "TORCH_NEURONX_NO_MEMORY_CACHING"  # 1: every free returns memory to the HBM at once
 _LIBRARIES: list = []  # registrations live as long as these Library objects
 
 
-def initialize() -> None:
-    with _state._lock:
-        if _state._initialized:
-            return
-        from neuron_sim.runtime import get_runtime
-
-        from . import _C, amp, neuron
-        from ._bridge import Bridge
-        from .compiled import dispatch
-        from .ops import kernels
-
+def initialize() -> bool:
+    """Register the device; False if it already was (then nothing happens)."""
+    with state.lock:
+        if state.initialized:
+            return False
         if torch._C._get_privateuse1_backend_name() != "neuron":
             torch.utils.rename_privateuse1_backend("neuron")
         runtime = get_runtime()
         bridge = Bridge(runtime)
         caching = os.environ.get(NO_MEMORY_CACHING_ENV, "0") in ("", "0")
         _C.init(bridge, [d.hbm.capacity for d in runtime.devices], caching)
-        _state._bridge, _state._shim = bridge, _C
+        state.install(bridge, _C)
         torch._register_device_module("neuron", neuron)
         torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
-
-        lib = torch.library.Library("aten", "IMPL")
-        dispatch.register_functional_kernels(lib, skip=set(kernels.WHOLE_OP_KERNELS))
-        kernels.register(lib)
-        fb = torch.library.Library("_", "IMPL")
-        fb.fallback(dispatch.neuron_kernel, "PrivateUse1")
-        _LIBRARIES.extend([lib, fb])
         amp.register(_LIBRARIES)
         atexit.register(_drain_at_exit)
-        _state._initialized = True
+        return True
 
 
 def _drain_at_exit() -> None:
@@ -56,9 +47,7 @@ def _drain_at_exit() -> None:
     forced unwind through C++ frames aborts the process ("terminate called without an active
     exception") - e.g. a script whose last ops were never synchronized."""
     try:
-        from .compiled import adaptive
-
-        adaptive.flush_all()
-        _state._bridge.runtime.synchronize()
+        hooks.run_before_synchronize()
+        state.bridge().runtime.synchronize()
     except Exception:  # noqa: BLE001 - a kept launch error or a forked child: nothing to report at exit
         pass

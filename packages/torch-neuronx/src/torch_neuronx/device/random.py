@@ -8,30 +8,30 @@ from __future__ import annotations
 
 import torch
 
-from . import _state
+from . import state
 
 _defaults: dict[int, torch.Generator] = {}
 
 
 def _index(device) -> int:
     if device is None:
-        return _state.shim().current_device()
+        return state.shim().current_device()
     if isinstance(device, int):
         return device
     device = torch.device(device)
-    return device.index if device.index is not None else _state.shim().current_device()
+    return device.index if device.index is not None else state.shim().current_device()
 
 
 def default_generator(device=None) -> torch.Generator:
     index = _index(device)
     if index not in _defaults:
-        _defaults[index] = _state.shim().default_generator(index)  # the C++ default, wrapped once
+        _defaults[index] = state.shim().default_generator(index)  # the C++ default, wrapped once
     return _defaults[index]
 
 
 def _sync(device=None) -> None:
     # Queued random ops advance the generator when they run: settle them first.
-    _state.bridge().synchronize_device(_index(device) if device is not None else -1)
+    state.bridge().synchronize_device(_index(device) if device is not None else -1)
 
 
 def manual_seed(seed: int, device=None) -> None:
@@ -42,7 +42,7 @@ def manual_seed(seed: int, device=None) -> None:
 def manual_seed_all(seed: int) -> None:
     # Must not call torch.manual_seed (which calls this: infinite recursion).
     _sync()
-    for index in range(_state.bridge().runtime.device_count):
+    for index in range(state.bridge().runtime.device_count):
         default_generator(index).manual_seed(int(seed))
 
 
@@ -53,7 +53,7 @@ def seed(device=None) -> None:
 
 def seed_all() -> None:
     _sync()
-    for index in range(_state.bridge().runtime.device_count):
+    for index in range(state.bridge().runtime.device_count):
         default_generator(index).seed()
 
 
@@ -72,9 +72,9 @@ def set_rng_state(new_state: torch.Tensor, device="neuron") -> None:
 
 
 def get_rng_state_all() -> list[torch.Tensor]:
-    return [get_rng_state(i) for i in range(_state.bridge().runtime.device_count)]
+    return [get_rng_state(i) for i in range(state.bridge().runtime.device_count)]
 
 
 def set_rng_state_all(states) -> None:
-    for index, state in enumerate(states):
-        set_rng_state(state, index)
+    for index, rng_state in enumerate(states):
+        set_rng_state(rng_state, index)

@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from neuron_sim import OutOfMemoryError as SimOutOfMemoryError
 from neuron_sim.runtime import Event as SimEvent
-from neuron_sim.runtime import Runtime
+from neuron_sim.runtime import Runtime, get_runtime, reset_runtime
 
-from .compiled import adaptive, dispatch
+from . import hooks
 from .errors import NeuronOutOfMemoryError
 
 
@@ -36,8 +36,6 @@ class Bridge:
     def adopt_fresh_runtime(self) -> None:
         """In a forked child of a process that never used the device: forget the parent's
         (unused) runtime and start this process's own, as CUDA allows before its first call."""
-        from neuron_sim.runtime import get_runtime, reset_runtime
-
         reset_runtime()  # in a child this only forgets the inherited runtime
         self.runtime = get_runtime()
         self._queues.clear()
@@ -88,15 +86,17 @@ class Bridge:
         entry = self._blocks.get(address)  # the common case (a tensor at the start of its block) without the lock
         if entry is not None and nbytes <= entry[1].nbytes:
             return entry[1].array[:nbytes]
+        if nbytes == 0:
+            return np.empty(0, dtype=np.uint8)  # an empty tensor's memory may be no block at all
         return self.host_bytes(address, nbytes).numpy()
 
     # --- streams ---------------------------------------------------------------------------
     def queue(self, device: int, stream_id: int):
         """The runtime queue of a stream. Whoever asks is about to put work on it or wait for it,
-        so adaptive eager's pending ops of that stream are launched first."""
+        so work the layers above deferred on that stream (adaptive eager's ops) is launched first."""
         self.used = True
-        if adaptive.pending():
-            adaptive.flush(device, stream_id)
+        for hook in hooks.before_queue_use:
+            hook(device, stream_id)
         key = (device, stream_id)
         queue = self._queues.get(key)
         if queue is None:
@@ -115,11 +115,11 @@ class Bridge:
 
     def synchronize_stream(self, device: int, stream_id: int) -> None:
         self.queue(device, stream_id).synchronize()
-        dispatch.forget_device_scalars()
+        hooks.run_release_memory()
 
     def synchronize_device(self, device: int) -> None:
-        adaptive.flush_all()
-        dispatch.forget_device_scalars()
+        hooks.run_before_synchronize()
+        hooks.run_release_memory()
         if device < 0:
             self.runtime.synchronize()
         else:

@@ -14,20 +14,20 @@ from collections import OrderedDict
 
 import torch
 
-from . import _state
+from . import hooks, state
 
 
 def _index(device) -> int:
     if device is None:
-        return _state.shim().current_device()
+        return state.shim().current_device()
     if isinstance(device, int):
         return device
     device = torch.device(device)
-    return device.index if device.index is not None else _state.shim().current_device()
+    return device.index if device.index is not None else state.shim().current_device()
 
 
 def _check(index: int) -> int:
-    count = _state.bridge().runtime.device_count
+    count = state.bridge().runtime.device_count
     if not 0 <= index < count:
         raise ValueError(f"invalid neuron device index {index}: {count} device(s) are visible (NEURON_RT_VISIBLE_CORES)")
     return index
@@ -63,11 +63,9 @@ def reset_accumulated_memory_stats(device=None) -> None:
 
 def empty_cache() -> None:
     """Return the allocator's cached free blocks to the simulated HBM (as torch.cuda.empty_cache),
-    after dropping the compiled ops' kept scalar inputs."""
-    from .compiled import dispatch
-
-    dispatch.forget_device_scalars()
-    _state.shim().empty_cache()
+    after dropping the device tensors the layers above keep for reuse (the eager path's scalars)."""
+    hooks.run_release_memory()
+    state.shim().empty_cache()
 
 
 def mem_get_info(device=None) -> tuple[int, int]:

@@ -12,8 +12,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
+from neuron_sim.runtime import current_runtime
 
-from . import _state
+from . import state
 from .memory import (  # noqa: F401 - re-exported device module API
     empty_cache,
     max_memory_allocated,
@@ -48,16 +49,14 @@ def _after_fork_in_child() -> None:
     # (autoload) and creates the runtime, so without this a child forked from a process that had
     # merely imported torch could never use neuron, even with nothing of the parent's to inherit.
     global _bad_fork
-    from neuron_sim.runtime import current_runtime
-
-    bridge = _state._bridge
+    bridge = state.current_bridge()
     # Only the device's own runtime, untouched by anyone: another user of neuron_sim's global
     # runtime keeps its fork protection.
     if bridge is not None and not bridge.used and current_runtime() is bridge.runtime and not bridge.runtime.used:
         bridge.adopt_fresh_runtime()
         _bad_fork = False
     else:
-        _bad_fork = _state._initialized
+        _bad_fork = state.initialized
 
 
 if hasattr(os, "register_at_fork"):
@@ -74,7 +73,7 @@ def _lazy_init() -> None:
             "Cannot re-initialize the neuron device in a forked subprocess. To use neuron with "
             "multiprocessing, you must use the 'spawn' start method (multiprocessing.set_start_method('spawn'))"
         )
-    _state.bridge()
+    state.bridge()
 
 
 def is_available() -> bool:
@@ -82,17 +81,17 @@ def is_available() -> bool:
 
 
 def is_initialized() -> bool:
-    return _state._initialized
+    return state.initialized
 
 
 def device_count() -> int:
     _lazy_init()
-    return _state.bridge().runtime.device_count
+    return state.bridge().runtime.device_count
 
 
 def current_device() -> int:
     _lazy_init()
-    return _state.shim().current_device()
+    return state.shim().current_device()
 
 
 def _index(device) -> int:
@@ -112,7 +111,7 @@ def _index(device) -> int:
 
 
 def set_device(device) -> None:
-    _state.shim().set_device(_index(device))
+    state.shim().set_device(_index(device))
 
 
 @contextmanager
@@ -132,7 +131,7 @@ def device(device):
 def synchronize(device=None) -> None:
     """Wait for all work queued on ``device`` (all devices if None); raises a launch's error."""
     _lazy_init()
-    _state.bridge().synchronize_device(-1 if device is None else _index(device))
+    state.bridge().synchronize_device(-1 if device is None else _index(device))
 
 
 @dataclass(frozen=True)
@@ -148,7 +147,7 @@ class DeviceProperties:
 
 
 def get_device_properties(device=None) -> DeviceProperties:
-    dev = _state.bridge().runtime.device(_index(device))
+    dev = state.bridge().runtime.device(_index(device))
     arch = dev.arch
     return DeviceProperties(f"{arch.neuron_core} (simulated {arch.name})", dev.hbm.capacity, arch.name,
                             arch.neuron_core, dev.core_id)

@@ -12,18 +12,18 @@ from contextlib import contextmanager
 
 import torch
 
-from . import _state
+from . import state
 
 
 def _device(device=None) -> torch.device:
     if device is None:
-        return torch.device("neuron", _state.shim().current_device())
+        return torch.device("neuron", state.shim().current_device())
     if isinstance(device, int):
         return torch.device("neuron", device)
     device = torch.device(device)
     if device.type != "neuron":
         raise ValueError(f"expected a neuron device, got {device}")
-    return device if device.index is not None else torch.device("neuron", _state.shim().current_device())
+    return device if device.index is not None else torch.device("neuron", state.shim().current_device())
 
 
 class Stream(torch.Stream):
@@ -49,7 +49,7 @@ class Event(torch.Event):
             raise TypeError(f"expected a neuron torch.Event, got {end_event!r}")
         if not self.event_id or not end_event.event_id:
             raise RuntimeError("both events must be recorded before calling elapsed_time()")
-        return _state.bridge().elapsed_time(self.event_id, end_event.event_id)
+        return state.bridge().elapsed_time(self.event_id, end_event.event_id)
 
 
 def current_stream(device=None) -> torch.Stream:

@@ -1,0 +1,26 @@
+"""The execution API: the one place torch-neuronx puts work on the simulated NeuronCore.
+
+Every launch and every piece of host work of the ``neuron`` device goes through here - eager ops,
+adaptive eager's fused runs, ``torch.compile`` graphs, NKI kernels, CPU-fallback ops and copies -
+so there is one binding of tensors to device buffers, one mapping of torch streams to runtime
+queues, and one point where each launch is published as an op-level record:
+
+    from torch_neuronx import execution
+
+    sub = execution.launch_neff(neff, {"in0": (x, x_nbytes), "out0": (y, y_nbytes)}, device=x.device,
+                                name="aten::add", context="aten::add([4, 8], [4, 8])", framework="eager")
+    sub.launch_id, sub.start_ns, sub.end_ns          # its place on the simulated timeline
+    execution.submit_host(fn, device=x.device, device_time_ns=2_000.0, name="copy_h2d", kind="copy",
+                          context="copy [4, 8] host -> neuron:0", framework="copy")
+    execution.host_view(x)                           # a CPU tensor over x's device memory
+    handle = execution.subscribe(records.append)     # OpRecord per launch / host task, at submission
+
+Work goes on the calling thread's current stream of the device unless a stream is given.
+"""
+
+from .host import device_bytes, host_storage_bytes, host_view
+from .launch import Buffer, launch_neff, queue, submit_host
+from .records import OpRecord, subscribe, unsubscribe
+
+__all__ = ["Buffer", "launch_neff", "submit_host", "queue", "host_view", "host_storage_bytes", "device_bytes",
+           "OpRecord", "subscribe", "unsubscribe"]

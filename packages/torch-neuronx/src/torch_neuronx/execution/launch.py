@@ -1,0 +1,93 @@
+"""Launching NEFFs and submitting host work on a stream: the only caller of the runtime's
+``Queue.launch`` and ``Queue.submit`` in torch-neuronx.
+
+A launch binds each named tensor of the program to device memory zero-copy - ``(memory, nbytes)``
+with the memory a tensor, an untyped storage or a device address, from its first byte - queues
+the NEFF on the stream's runtime queue and returns the ``Submission`` (launch id, simulated start
+and end). Host work (CPU-fallback kernels, copies) runs in stream order with a modelled device
+time. Both publish an ``OpRecord`` when anyone subscribed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import torch
+from neuron_sim.runtime import Queue, Submission
+
+from ..device import state
+from .records import SINK, OpRecord
+
+Buffer = tuple  # (torch.Tensor | torch.UntypedStorage | int address, nbytes)
+
+
+def _stream_id(index: int, stream) -> int:
+    if stream is None:
+        return state.shim().current_stream_id(index)
+    return stream if type(stream) is int else stream.stream_id
+
+
+def queue(device: torch.device | int, stream: torch.Stream | int | None = None) -> Queue:
+    """The runtime queue of ``stream`` (a torch stream or its id; default: the calling thread's
+    current stream of ``device``). Work the layers above deferred on it is launched first."""
+    index = device if type(device) is int else device.index
+    return state.bridge().queue(index, _stream_id(index, stream))
+
+
+def launch_neff(neff, buffers: Mapping[str, Buffer], *, device: torch.device | int, name: str, context: str,
+                framework: str, stream: torch.Stream | int | None = None, executor: str | None = None,
+                not_before_ns: float = 0.0) -> Submission:
+    """Queue ``neff`` (a Neff, a Program, or one Program per physical core of an LNC=2 device) on
+    the stream with ``buffers`` bound by tensor name. ``executor`` picks the executor for this
+    launch (default: ``NEURON_SIM_MODE``); ``not_before_ns`` holds its start until that simulated
+    time."""
+    # Every eager op comes through here: no helper calls on the way (each ~0.1 us of a ~40 us op).
+    bridge = state.bridge()
+    index = device if type(device) is int else device.index
+    stream_id = _stream_id(index, stream)
+    q = bridge.queue(index, stream_id)
+    numpy_bytes = bridge.numpy_bytes
+    bound = {}
+    for n, (memory, nbytes) in buffers.items():
+        bound[n] = numpy_bytes(memory if type(memory) is int else memory.data_ptr(), nbytes)
+    submission = q.launch(neff, bound, name=name, context=context, executor=executor, not_before_ns=not_before_ns)
+    if SINK.enabled:
+        _publish(submission, "neff", framework, context, index, stream_id, q)
+    return submission
+
+
+def submit_host(fn: Callable[[], object] | None, *, device: torch.device | int, device_time_ns: float, name: str, kind: str,
+                context: str, framework: str, stream: torch.Stream | int | None = None) -> Submission:
+    """Run ``fn()`` in order on the stream, taking ``device_time_ns`` of simulated time. ``fn`` None:
+    the work already ran on the host (a synchronous fallback op, a blocking read) and only takes
+    its place on the device timeline."""
+    index = device if type(device) is int else device.index
+    stream_id = _stream_id(index, stream)
+    q = state.bridge().queue(index, stream_id)
+    submission = q.submit(_no_host_work if fn is None else _host_task(fn), device_time_ns=device_time_ns, name=name, kind=kind, context=context)
+    if SINK.enabled:
+        _publish(submission, kind, framework, context, index, stream_id, q)
+    return submission
+
+
+def _no_host_work() -> None:
+    pass
+
+
+def _host_task(fn):
+    """``fn`` as a queue task. It runs on the queue's worker thread (or a synchronizing caller),
+    outside whatever mode the op was issued in: host views made under ``torch.inference_mode()``
+    are inference tensors, and writing them there raised "Inplace update to inference tensor
+    outside InferenceMode". Inference mode allows writes to both kinds of tensor (and the CPU
+    kernels must not record autograd)."""
+
+    def task():
+        with torch.inference_mode():
+            fn()
+
+    return task
+
+
+def _publish(submission: Submission, kind: str, framework: str, context: str, device: int, stream_id: int, q) -> None:
+    SINK.publish(OpRecord(submission.launch_id, submission.name, kind, framework, context, device, stream_id, q.name,
+                          submission.start_ns, submission.end_ns))
