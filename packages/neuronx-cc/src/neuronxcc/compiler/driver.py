@@ -14,6 +14,7 @@ from neuron_sim.graph import Graph
 from neuron_sim.neff import Neff
 from neuron_sim.timing import program_timing
 
+from .aliasing import ALIASING_KEY, aliasing_facts
 from .checks import check_graph
 from .context import LoweringContext
 from .errors import CompileError
@@ -159,5 +160,6 @@ def compile_neff(graph: Graph, arch: Architecture | str | None = None, *, name: 
     program = compile_graph(graph, arch, name=name)
     timing = program_timing(program, arch)
     metadata = {"compiler": COMPILER, "version": VERSION, "target": arch.name, "graph_hash": graph_hash(graph),
-                "instructions": len(program.instructions), "groups": len(program.metadata.get("groups", []))}
+                "instructions": len(program.instructions), "groups": len(program.metadata.get("groups", [])),
+                ALIASING_KEY: aliasing_facts(graph)}
     return Neff(program, timing_summary=timing.summary, metadata=metadata)

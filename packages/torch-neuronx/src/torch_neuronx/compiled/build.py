@@ -4,15 +4,14 @@ What the call must produce comes from the op's meta kernel on the call's own sha
 so results have CPU's shapes, dtypes and strides (and bad arguments raise CPU's errors). A
 mutating overload (``add_``, ``add.out``, ``_foreach_mul_``) is compiled as its functional
 overload followed by a cast to each written tensor's dtype; whether the results are written
-straight into those tensors or through a temporary is decided per call (``launch``), from how
-the call's tensors alias.
+straight into those tensors or through a temporary is decided per call (``in_place``), from the
+aliasing facts the compiler records in the NEFF and how the call's tensors alias.
 """
 
 from __future__ import annotations
 
 import torch
 from neuron_sim import dtypes
-from neuronxcc.compiler.lower.elementwise_ops import ELEMENTWISE_OPS
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from ..ops.fallback import as_cpu_kernel_returns
@@ -141,8 +140,6 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         none_positions=none_positions,
         out_spec=out_spec,
         mutated=mutated,
-        elementwise=_is_elementwise(graph),
-        input_readers=_input_readers(graph),
     )
     neff.metadata[METADATA_KEY] = entry.metadata()
     return CompiledOp.from_neff(neff)  # the form a disk hit gives: one path for both
@@ -232,48 +229,3 @@ def _index_only_values(graph) -> set:
                    for user, pos in uses[v.id]):
                 index_only.add(v.id)
     return index_only
-
-
-_POINTWISE = {"constant", "iota", "copy"}
-_SMALLER_OPERAND_VIEWS = {"broadcast_in_dim", "reshape"}
-
-
-def _is_elementwise(graph) -> bool:
-    """Every output element depends only on input elements at its own index (and on smaller
-    operands broadcast to it): results may then overwrite an input that is read the same way."""
-    for node in graph.nodes:
-        if node.op in ELEMENTWISE_OPS or node.op in _POINTWISE:
-            if any(v.type.shape != node.outputs[0].type.shape for v in node.inputs):
-                return False
-        elif node.op in _SMALLER_OPERAND_VIEWS:
-            if not _smaller_than_outputs(node.inputs[0], graph):
-                return False
-        else:
-            return False
-    return True
-
-
-def _smaller_than_outputs(value, graph) -> bool:
-    """A broadcast or reshaped operand smaller than every output cannot be one of the written
-    tensors (those have an output's shape), and launch refuses partial overlaps."""
-    return all(value.type.num_elements < v.type.num_elements for v in graph.outputs)
-
-
-def _input_readers(graph) -> list[list[int]]:
-    """For each graph input, the outputs whose values depend on it."""
-    producer = {v.id: n for n in graph.nodes for v in n.outputs}
-    input_index = {v.id: i for i, v in enumerate(graph.inputs)}
-    readers = [set() for _ in graph.inputs]
-    for j, out in enumerate(graph.outputs):
-        seen, stack = set(), [out.id]
-        while stack:
-            vid = stack.pop()
-            if vid in seen:
-                continue
-            seen.add(vid)
-            if vid in input_index:
-                readers[input_index[vid]].add(j)
-            node = producer.get(vid)
-            if node is not None:
-                stack.extend(v.id for v in node.inputs)
-    return [sorted(r) for r in readers]

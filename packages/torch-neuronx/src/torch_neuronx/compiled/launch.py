@@ -2,9 +2,8 @@
 
 Buffers are the tensors' own device memory (zero-copy): each input from its first element over
 its storage span, each output a new device tensor - or, for a mutating op, the written tensor
-itself when that is safe: its layout is the one compiled and no other input overlaps it except
-identical views read only for its own result, by an elementwise graph. Otherwise results go to a
-temporary and are copied in after the launch, in stream order.
+itself when the in-place plan allows it (``in_place``). Otherwise results go to a temporary and are
+copied in after the launch, in stream order.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ import torch
 
 from ..execution import launch_neff
 from .entry import CompiledOp
+from .in_place import in_place_pairs, may_write_in_place
 
 _IN_NAMES: list[str] = []
 _OUT_NAMES: list[str] = []
@@ -54,15 +54,7 @@ def launch_op(entry: CompiledOp, op, tensors: list[torch.Tensor], targets: list[
     return entry.out_spec.unflatten(leaves)
 
 
-def writes_in_place(entry: CompiledOp, j: int, target, targets, tensors) -> bool:
-    spec = entry.outputs[j]
-    if target.stride() != spec.strides:
-        return False
-    storage = target.untyped_storage().data_ptr()
-    for i, t in enumerate(tensors):
-        if t.untyped_storage().data_ptr() != storage:
-            continue
-        same_view = t.data_ptr() == target.data_ptr() and t.shape == target.shape and t.stride() == target.stride()
-        if not (same_view and entry.elementwise and set(entry.input_readers[i]) <= {j}):
-            return False
-    return all(o is target or o.untyped_storage().data_ptr() != storage for o in targets)
+def writes_in_place(entry: CompiledOp, j: int, target: torch.Tensor, targets, tensors) -> bool:
+    """Whether output ``j`` of ``entry`` may be written straight into ``target``, one of the
+    ``targets`` a mutating op writes, with ``tensors`` its inputs."""
+    return may_write_in_place(in_place_pairs(entry.neff), j, target, entry.outputs[j].strides, tensors, targets)

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import operator
 import time
-from collections import Counter
 
 import torch
 from neuronxcc.compiler import CompileError, compile_neff
 from torch import fx
 
+from ..compiled.in_place import in_place_pairs, may_write_in_place
 from ..compiled.tracing import row_major_strides, storage_span
 from ..device import state as _state
 from ..execution import launch_neff
@@ -32,7 +32,6 @@ from ..ops.transfers import submit_upload
 from . import metrics
 from .errors import NeuronCompileError
 from .graph_cache import CACHE, GraphNeff, OutputBuffer, graph_key
-from .input_mutation import in_place_outputs
 from .lowering import DeviceModule, device_module, output_perm, to_graph
 from .partition import ARG, CONSTANT, DROPOUT, HOST, RANDOM, partition
 
@@ -66,18 +65,18 @@ class CompiledGraph:
             metrics.record(metrics.GraphRecord(name, kind, self.ops, "host", 0.0))
 
     # -- compile ---------------------------------------------------------------------------
-    def _mutation_candidates(self) -> list[tuple[int, int | None]]:
-        """(NEFF output j, device-graph input i or None) for each device argument the graph
-        overwrites with output j: written in place when ``input_mutation`` finds it safe."""
+    def _mutation_candidates(self) -> list[int]:
+        """The NEFF outputs j that overwrite a device argument of the graph: written straight into
+        it where the in-place plan allows it (``compiled.in_place``: the compiler's aliasing facts
+        and the call's tensors)."""
         out_index = {n: j for j, n in enumerate(self.dm.outputs)}
-        source_index = {src.ref: i for i, src in enumerate(self.dm.sources) if src.kind == "arg"}
         values = [value for _target, value in self.part.mutations.values()]
         candidates = []
         for target, value in self.part.mutations.values():
             if (self.part.kind.get(target) != ARG or value not in out_index or values.count(value) > 1
                     or value in self.part.outputs):
                 continue  # a user output would alias the argument, or one value written twice
-            candidates.append((out_index[value], source_index.get(self.placeholder_index[target])))
+            candidates.append(out_index[value])
         return candidates
 
     @staticmethod
@@ -116,8 +115,7 @@ class CompiledGraph:
                                          graph=self.name) from None
             outputs = [OutputBuffer(shape, strides, dtype, storage_span(shape, strides) * dtype.itemsize)
                        for shape, strides, dtype, _ in self.out_layouts]
-            in_place = in_place_outputs(graph, self.mutation_candidates, list(specs))
-            entry = GraphNeff(neff, [storage_span(s, st) * d.itemsize for s, st, d in specs], outputs, in_place)
+            entry = GraphNeff(neff, [storage_span(s, st) * d.itemsize for s, st, d in specs], outputs)
             CACHE.put(key, entry)
             where = "compiled"
         self._variants[specs] = entry
@@ -280,25 +278,23 @@ class CompiledGraph:
         return results, {self.dm.outputs[j] for j in in_place}
 
     def _in_place_targets(self, entry: GraphNeff, inputs: list[torch.Tensor], args: list) -> dict:
-        """Output j -> the argument it overwrites, for the outputs the NEFF may write in place:
-        the argument has the output's layout and shares its memory with no other input or
-        in-place output (``input_mutation``)."""
-        if not entry.in_place:
+        """Output j -> the argument it overwrites, for the mutations the NEFF may write in place:
+        the argument is on the device with the output's dtype and shape, and the in-place plan
+        allows it (the graph reads the argument only at each element's own index, nothing else in
+        the call shares its memory)."""
+        if not self.mutation_candidates:
             return {}
         by_value = {value: target for target, value in self.part.mutations.values()}
-        targets = {}
-        for j, i in entry.in_place:
+        candidates = {}
+        for j in self.mutation_candidates:
             t = args[self.placeholder_index[by_value[self.dm.outputs[j]]]]
             spec = entry.outputs[j]
-            if (t.device == self.device and t.dtype == spec.dtype and tuple(t.shape) == spec.shape
-                    and tuple(t.stride()) == spec.strides and (i is None or inputs[i] is t)):
-                targets[j] = (t, i)
-        readers = Counter(t.untyped_storage().data_ptr() for t in inputs)
-        writers = Counter(t.untyped_storage().data_ptr() for t, _i in targets.values())
-        # Its own storage: read at most by the target's own input (i), written by it alone.
-        return {j: t for j, (t, i) in targets.items()
-                if readers[t.untyped_storage().data_ptr()] == (i is not None) and writers[t.untyped_storage().data_ptr()] == 1}
-
+            if t.device == self.device and t.dtype == spec.dtype and tuple(t.shape) == spec.shape:
+                candidates[j] = t
+        pairs = in_place_pairs(entry.neff)
+        written = list(candidates.values())
+        return {j: t for j, t in candidates.items()
+                if may_write_in_place(pairs, j, t, entry.outputs[j].strides, inputs, written)}
 
 def _device_us(timing) -> float:
     return float(timing.get("total_time_ns", 0.0)) / 1e3 if isinstance(timing, dict) else 0.0

@@ -1,0 +1,99 @@
+"""In-place and ``out=`` ops write their results straight into the written tensor when the in-place
+plan allows it (the compiler's aliasing facts and the call's tensors), and through a temporary
+copied in afterwards otherwise - with CPU's values either way, plain and adaptive eager."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+import torch_neuronx
+from tnx_helpers import assert_close_to_cpu
+from torch_neuronx import execution
+
+
+@contextlib.contextmanager
+def records():
+    """The op records of the work issued inside the block."""
+    got: list = []
+    torch.neuron.synchronize()
+    handle = execution.subscribe(got.append)
+    try:
+        yield got
+        torch.neuron.synchronize()
+    finally:
+        execution.unsubscribe(handle)
+
+
+def copies(recs) -> list:
+    return [r for r in recs if r.name == "copy_d2d"]
+
+
+CASES = {
+    "add_": lambda x, y: x.add_(y),  # elementwise over x: in place
+    "mul_self": lambda x, y: x.mul_(x),  # x read twice, both at each element's own index
+    "add_out_aliasing_input": lambda x, y: torch.add(x, y, out=x),
+    "cumsum_": lambda x, y: x.cumsum_(0),  # reads other elements of x than the one it writes
+    "addcmul_": lambda x, y: x.addcmul_(y, y, value=0.5),
+}
+IN_PLACE = {"add_", "mul_self", "add_out_aliasing_input", "addcmul_"}  # cumsum_ needs a temporary
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("shape", [(5, 7), (130,), (1, 1)])
+def test_in_place_ops_match_cpu_and_copy_only_when_needed(name, shape):
+    fn = CASES[name]
+    x, y = torch.randn(shape), torch.randn(shape)
+    dx, dy = x.to("neuron"), y.to("neuron")
+    fn(dx.clone(), dy)  # compile outside the recorded block
+    with records() as recs:
+        out = fn(dx, dy)
+    expected = fn(x, y)
+    assert out is dx
+    assert_close_to_cpu(dx, expected)
+    in_place = name in IN_PLACE or (name == "cumsum_" and shape[0] == 1)  # a cumsum over one element copies it
+    assert len(copies(recs)) == (0 if in_place else 1), [(r.name, r.context) for r in recs]
+
+
+def test_a_written_view_sharing_storage_with_another_input_goes_through_a_temporary():
+    """``x[0].add_(x[1])``: the input is another view of the written tensor's storage."""
+    x = torch.randn(3, 6)
+    dx = x.to("neuron")
+    dx[0].add_(dx[1])  # compiled outside the recorded block
+    with records() as recs:
+        dx[2].mul_(dx[0])
+    x[0].add_(x[1])
+    x[2].mul_(x[0])
+    assert_close_to_cpu(dx, x)
+    assert len(copies(recs)) == 1
+
+
+def test_overlapping_writes_raise_cpus_error():
+    x = torch.arange(12, dtype=torch.float32)
+    for t in (x, x.to("neuron")):
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            t[1:].add_(t[:-1])
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_an_optimizer_step_updates_parameters_in_place(adaptive):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(9, 5)
+    ref = torch.nn.Linear(9, 5)
+    ref.load_state_dict(model.state_dict())
+    model.to("neuron")
+    opt, ref_opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    torch_neuronx.set_adaptive_eager(adaptive)
+    try:
+        for _ in range(3):
+            x = torch.randn(4, 9)
+            for m, o, inp in ((model, opt, x.to("neuron")), (ref, ref_opt, x)):
+                o.zero_grad()
+                m(inp).square().mean().backward()
+                o.step()
+        torch.neuron.synchronize()
+    finally:
+        torch_neuronx.set_adaptive_eager(None)
+    for got, expected in zip(model.parameters(), ref.parameters()):
+        assert_close_to_cpu(got.detach(), expected.detach())
