@@ -43,6 +43,14 @@ DEFAULT_MAX_OPS = 512
 _override: bool | None = None  # set_adaptive_eager() wins over the environment
 _lock = threading.RLock()
 _runs: dict[tuple[int, int], _Run] = {}
+# A stream's runs are launched in the order they were taken, one flush at a time: while one is
+# being compiled and launched, other work on the stream (another thread's op, copy or wait) waits
+# for it (``_flush_before_queue_use``) instead of overtaking it. ``_in_flight`` counts flushes
+# under way; ``_flushing.keys`` are the streams this thread is flushing (its own launches ask for
+# their queue too, and must not take the next run before this one is launched).
+_stream_locks: dict[tuple[int, int], threading.RLock] = {}
+_in_flight = 0
+_flushing = threading.local()
 _fused: OrderedDict[tuple, object] = OrderedDict()  # run signature -> NEFF (None: launch its ops one by one)
 _FUSED_KEPT = 1024  # runs remembered in memory (the disk cache keeps the rest)
 stats = {"runs": 0, "ops": 0, "fused_compiles": 0, "dead_outputs": 0, "split_runs": 0}
@@ -194,17 +202,38 @@ def defer_upload(dst: torch.Tensor, src: torch.Tensor) -> bool:
 
 
 def flush(device_index: int, stream_id: int) -> None:
-    """Launch the pending run of (device, stream), if any."""
+    """Launch the pending run of (device, stream), if any, after any flush of that stream another
+    thread has under way."""
+    global _in_flight
+    key = (device_index, stream_id)
+    mine = _flushing.__dict__.setdefault("keys", set())
+    if key in mine:
+        return  # this thread's own launches of the run it is flushing
     with _lock:
-        run = _runs.pop((device_index, stream_id), None)
-    if run is None or not run.items:
-        return
+        stream_lock = _stream_locks.setdefault(key, threading.RLock())
+    with stream_lock:
+        with _lock:
+            run = _runs.pop(key, None)
+            if run is None or not run.items:
+                return
+            _in_flight += 1
+            stats["runs"] += 1
+            stats["ops"] += len(run.items)
+        mine.add(key)
+        try:
+            _launch_run(run, device_index, stream_id)
+        finally:
+            mine.discard(key)
+            with _lock:
+                _in_flight -= 1
+
+
+def _launch_run(run: _Run, device_index: int, stream_id: int) -> None:
     outputs = [(k, j, storage) for k, (_, _, storages) in enumerate(run.items) for j, storage in enumerate(storages)]
     live = [(k, j, storage) for k, j, storage in outputs
             if (k, j) not in run.superseded and torch._C._storage_Use_Count(storage._cdata) > 1]
-    stats["runs"] += 1
-    stats["ops"] += len(run.items)
-    stats["dead_outputs"] += len(outputs) - len(live)
+    with _lock:
+        stats["dead_outputs"] += len(outputs) - len(live)
     signature = (tuple((entry.neff.metadata.get("graph_hash"), tuple(srcs)) for entry, srcs, _ in run.items),
                  tuple((k, j) for k, j, _ in live), _state.bridge().runtime.config.arch.name)
     for dst, src in run.uploads:
@@ -247,7 +276,8 @@ def _worth_fusing(neff, run: _Run):
     parts_ns = sum(program_timing(entry.neff, arch).total_ns for entry, _, _ in run.items)
     if fused_ns <= parts_ns:
         return neff
-    stats["split_runs"] += 1
+    with _lock:
+        stats["split_runs"] += 1
     return None
 
 
@@ -270,18 +300,20 @@ def _launch_each(run: _Run) -> None:
 
 
 def flush_all() -> None:
+    """Launch every stream's pending run, and wait for those other threads are launching."""
     with _lock:
-        keys = list(_runs)
+        keys = set(_runs) | set(_stream_locks)
     for device_index, stream_id in keys:
         flush(device_index, stream_id)
 
 
 def pending() -> bool:
-    return bool(_runs)
+    """Whether any stream has deferred ops not launched yet (pending, or being launched)."""
+    return bool(_runs) or _in_flight > 0
 
 
 def _flush_before_queue_use(device_index: int, stream_id: int) -> None:
-    if _runs:
+    if _runs or _in_flight:
         flush(device_index, stream_id)
 
 
@@ -318,7 +350,8 @@ def _compile(run: _Run, live, signature):
             values[(k, j)] = mapping[value.id]
     g.set_outputs([values[(k, j)] for k, j, _ in live], [f"y{m}" for m in range(len(live))])
     neff = compile_neff(g, _state.bridge().runtime.config.arch)
-    stats["fused_compiles"] += 1
+    with _lock:
+        stats["fused_compiles"] += 1
     if disk is not None:
         disk.put(key, neff)
     return neff
