@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from tnx_helpers import assert_equal
+from torch_neuronx.compiled.dispatch import BACKEND_ENV
 
 
 def test_views_share_storage_and_strides_match_cpu():
@@ -89,3 +91,26 @@ def test_indexing():
     dev.scatter_(1, torch.zeros(5, 1, dtype=torch.long, device="neuron"), 100.0)
     cpu.scatter_(1, torch.zeros(5, 1, dtype=torch.long), 100.0)
     assert_equal(dev, cpu)
+
+
+@pytest.mark.parametrize("backend", ["compiled", "fallback"])
+@pytest.mark.parametrize("base_shape, view", [((7,), lambda t: t.expand(2, 7)), ((1, 7), lambda t: t.expand(3, 7)),
+                                              ((4,), lambda t: t.as_strided((3, 2), (1, 1)))])
+def test_fill_of_a_view_whose_elements_share_memory_matches_cpu(monkeypatch, backend, base_shape, view):
+    """``x.expand(2, 7).fill_(0.5)``: CPU writes every element (fill_ and zero_ allow overlap)."""
+    monkeypatch.setenv(BACKEND_ENV, backend)
+    cpu = torch.arange(float(torch.Size(base_shape).numel())).reshape(base_shape)
+    dev = cpu.to("neuron")
+    for t in (cpu, dev):
+        view(t).fill_(0.5)
+        view(t)[..., :1].zero_()
+    assert_equal(dev, cpu)
+
+
+@pytest.mark.parametrize("backend", ["compiled", "fallback"])
+def test_arithmetic_into_a_view_whose_elements_share_memory_raises_cpus_error_at_the_call(monkeypatch, backend):
+    monkeypatch.setenv(BACKEND_ENV, backend)
+    for t in (torch.zeros(3), torch.zeros(3, device="neuron")):
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single memory location"):
+            t.expand(4, 3).add_(1)
+    torch.neuron.synchronize()  # nothing was left queued to fail later

@@ -35,7 +35,7 @@ from .build import build
 from .cache import CACHE
 from .dtypes import NotLowerable
 from .empty import EmptyOperand, run_without_kernel
-from .launch import launch_op
+from .launch import OverlappingTarget, launch_op
 from .signature import call_signature
 from .variants import RUNTIME_SCALARS, functional_variant, scalar_overload
 
@@ -159,7 +159,10 @@ def neuron_kernel(op, *args, **kwargs):
         result = adaptive.defer(entry, op, tensors, device, targets)
         if result is not None:
             return result
-    return launch_op(entry, op, tensors, targets, device)
+    try:
+        return launch_op(entry, op, tensors, targets, device)
+    except OverlappingTarget:
+        return fallback.cpu_fallback(op, *args, **kwargs)
 
 
 def _runtime_scalar(op, name: str, args, kwargs):

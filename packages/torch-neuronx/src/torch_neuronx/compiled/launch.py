@@ -11,11 +11,18 @@ from __future__ import annotations
 import torch
 
 from ..execution import launch_neff
+from .dtypes import NotLowerable
 from .entry import CompiledOp
 from .in_place import in_place_pairs, may_write_in_place
 
 _IN_NAMES: list[str] = []
 _OUT_NAMES: list[str] = []
+
+
+class OverlappingTarget(NotLowerable):
+    """A written tensor whose elements share memory (an expanded view): a result computed into a
+    temporary cannot be copied into it, and only CPU's kernel says what the op does there
+    (``fill_`` writes every element, ``add_`` refuses)."""
 
 
 def _names(names: list[str], prefix: str, count: int) -> list[str]:
@@ -30,11 +37,16 @@ def launch_op(entry: CompiledOp, op, tensors: list[torch.Tensor], targets: list[
     buffers = {}  # the program's own constants bind themselves (neuron_sim.runtime.constants)
     for name, t, nbytes in zip(_names(_IN_NAMES, "in", len(tensors)), tensors, entry.in_nbytes):
         buffers[name] = (t, nbytes)
+    in_place = [writes_in_place(entry, j, t, targets, tensors) for j, t in enumerate(targets[: len(entry.outputs)])] \
+        if targets is not None else None
+    if in_place is not None and not all(in_place) and any(
+            torch._debug_has_internal_overlap(t) == 1 for t, ok in zip(targets, in_place) if not ok):
+        raise OverlappingTarget(f"{op._schema.name} writes a tensor whose elements share memory")
     results, copies = [], []
     out_names = _names(_OUT_NAMES, "out", len(entry.outputs))
     for j, spec in enumerate(entry.outputs):
         target = targets[j] if targets is not None else None
-        if target is not None and writes_in_place(entry, j, target, targets, tensors):
+        if target is not None and in_place[j]:
             out = target
         else:
             out = torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device)

@@ -22,7 +22,7 @@ from ..execution import host_view, queue, submit_host
 from . import costs, tracking
 from .generators import HostRng, generator_for
 from .host import is_neuron
-from .schema import arguments_by_name
+from .schema import arguments_by_name, mutated_arguments
 
 NOT_META: set = set()  # ops whose meta kernel is missing or data-dependent: run synchronously
 # Ops that return host values or data-dependent shapes, known up front.
@@ -161,6 +161,10 @@ def cpu_fallback(op, *args, **kwargs):
         # stream reached it, so ``g.manual_seed()`` / ``set_state`` / another random op issued
         # after it but run before it changed its numbers (a race: non-reproducible dropout).
         return _run_now(op, flat, spec, device)
+    if writes_overlapping_memory(op, args, kwargs):
+        # A written tensor whose elements share memory (an expanded view): CPU's kernel decides,
+        # at the call - fill_ and zero_ write it, an arithmetic op raises.
+        return _run_now(op, flat, spec, device)
     try:
         meta_flat = [_to_meta_value(x) for x in flat]
         meta_args, meta_kwargs = tree_unflatten(meta_flat, spec)
@@ -180,6 +184,16 @@ def cpu_fallback(op, *args, **kwargs):
         NOT_META.add(op)
         return _run_now(op, flat, spec, device)
     return _run_async(op, flat, spec, device, as_cpu_kernel_returns(op, args, kwargs, meta_out))
+
+
+def writes_overlapping_memory(op, args, kwargs) -> bool:
+    """Whether ``op`` writes a neuron tensor some of whose elements share memory."""
+    for name in mutated_arguments(op):
+        value = arguments_by_name(op, args, kwargs).get(name)
+        for t in value if isinstance(value, (list, tuple)) else (value,):
+            if is_neuron(t) and torch._debug_has_internal_overlap(t) == 1:
+                return True
+    return False
 
 
 def as_cpu_kernel_returns(op, args, kwargs, meta_out):
