@@ -1,0 +1,16 @@
+// Streams: ids of simulator queues kept by the Python bridge (0 is each device's default queue);
+// the current stream of each device is thread-local.
+#pragma once
+
+#include <c10/core/Stream.h>
+
+namespace torch_neuronx {
+
+c10::Stream current_stream(c10::DeviceIndex d);  // d < 0: the current device
+c10::Stream default_stream(c10::DeviceIndex d);
+c10::Stream new_stream(c10::DeviceIndex d, int priority);
+c10::Stream exchange_stream(const c10::Stream& s);  // make s current on its device; returns the previous one
+bool query_stream(const c10::Stream& s);
+void synchronize_stream(const c10::Stream& s);
+
+}  // namespace torch_neuronx
