@@ -150,8 +150,8 @@ def test_launch_blocking_raises_at_the_op():
             x.index_select(0, torch.tensor([9], device="neuron"))
         except RuntimeError as err:
             print("raised at the op:", "aten::index_select" in str(err))
-        from torch_neuronx.device import state as _state
-        print("blocking:", _state.bridge().runtime.blocking)
+        from torch_neuronx import execution
+        print("blocking:", execution.runtime().blocking)
         print((x * 0).sum().item())
         """,
         env={"NEURON_LAUNCH_BLOCKING": "1"},

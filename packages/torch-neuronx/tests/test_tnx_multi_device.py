@@ -9,8 +9,8 @@ def test_visible_cores_range_gives_two_devices():
     proc = run_python(
         """
         import torch, torch_neuronx
-        from torch_neuronx.device import state as _state
-        rt = _state.bridge().runtime
+        from torch_neuronx import execution
+        rt = execution.runtime()
         assert torch.neuron.device_count() == 2 == torch.accelerator.device_count()
         assert [d.core_id for d in rt.devices] == [0, 1]
         hbm0, hbm1 = rt.device(0).hbm.allocated, rt.device(1).hbm.allocated

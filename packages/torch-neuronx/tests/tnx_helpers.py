@@ -57,6 +57,6 @@ def sim_now_ns(device: int = 0) -> float:
 
 
 def torch_neuronx_runtime():
-    from torch_neuronx.device import state as _state
+    from torch_neuronx import execution
 
-    return _state.bridge().runtime
+    return execution.runtime()

@@ -29,6 +29,7 @@ _device_registration.initialize()
 _kernel_registration.register()
 
 from .compiled.adaptive import set_adaptive_eager  # noqa: E402
+from .compiled.metrics import eager_metrics  # noqa: E402
 from .device import memory, neuron, random  # noqa: E402
 from .device.errors import NeuronOutOfMemoryError, NeuronRuntimeError  # noqa: E402
 from .device.memory import (  # noqa: E402
@@ -72,7 +73,7 @@ __all__ = [
     "get_fallback_ops", "get_fallback_reasons", "get_rng_state", "initial_seed", "manual_seed", "manual_seed_all", "seed", "set_rng_state",
     "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "nki_op", "wrap_nki", "nki", "set_adaptive_eager",
 ]
-__all__ += ["compile_metrics", "reset_compile_metrics", "pad_to_bucket"]
+__all__ += ["compile_metrics", "reset_compile_metrics", "pad_to_bucket", "eager_metrics"]
 
 import nki  # noqa: E402  (``from torch_neuronx import nki`` as in TorchNeuron's examples)
 

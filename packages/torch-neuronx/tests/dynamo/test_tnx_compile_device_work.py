@@ -9,22 +9,21 @@ import contextlib
 
 import torch
 import torch_neuronx
-from torch_neuronx.device import state as _state
+from torch_neuronx import execution
 from torch_neuronx.testing.gpt import GPT, GPTConfig, batches
 
 
 @contextlib.contextmanager
 def launches():
-    """The device's launch records (name, kind, ...) made inside the block."""
+    """The op records (name, kind, ...) of the work issued inside the block."""
     records: list = []
     torch.neuron.synchronize()
-    trace = _state.bridge().runtime.device(0).trace
-    handle = trace.subscribe(records.append)
+    handle = execution.subscribe(records.append)
     try:
         yield records
         torch.neuron.synchronize()
     finally:
-        trace.unsubscribe(handle)
+        execution.unsubscribe(handle)
 
 
 def _train(compiled: bool, steps: int = 3):

@@ -9,7 +9,7 @@ import torch
 from torch import fx
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 from torch.utils._pytree import tree_map
-from torch_neuronx.dynamo.runtime import _builder, _constant
+from torch_neuronx.dynamo.host_operands import operand_builder
 
 Pair = collections.namedtuple("Pair", "first second")
 
@@ -31,7 +31,7 @@ def test_builders_rebuild_nested_structures_as_tree_map_does():
         {},
     ]
     for structure in structures:
-        built = (_builder(structure) or _constant(structure))(values.__getitem__)
+        built = operand_builder(structure)(values.__getitem__)
         expected = tree_map(lambda n: values[n] if isinstance(n, fx.Node) else n, structure)
         assert _plain(built) == _plain(expected), structure
 
@@ -39,9 +39,9 @@ def test_builders_rebuild_nested_structures_as_tree_map_does():
 def test_parts_without_nodes_are_reused_as_they_are():
     a, _ = _nodes()
     constant = (1, (2, 3))
-    built = _builder((a, constant))(lambda n: 0)
+    built = operand_builder((a, constant))(lambda n: 0)
     assert built[1] is constant
-    assert _builder(constant) is None
+    assert operand_builder(constant)(lambda n: 0) is constant
 
 
 def _plain(x):

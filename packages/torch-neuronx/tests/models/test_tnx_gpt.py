@@ -12,8 +12,8 @@ from torch_neuronx.testing import GPT, GPTConfig, train_steps
 def test_gpt_trains_like_cpu():
     cfg = GPTConfig(n_layers=4, d_model=256, seq_len=128)
     cpu, _ = train_steps("cpu", steps=20, batch=8, cfg=cfg)
-    neuron, seconds = train_steps("neuron", steps=20, batch=8, cfg=cfg)
-    assert len(neuron) == 20 and seconds > 0
+    neuron, _seconds = train_steps("neuron", steps=20, batch=8, cfg=cfg)
+    assert len(neuron) == 20
     for step, (n, c) in enumerate(zip(neuron, cpu)):
         assert abs(n - c) <= 1e-4 * abs(c), f"step {step}: neuron {n!r} != cpu {c!r}"
     assert neuron[-1] < neuron[0]  # it learns

@@ -32,6 +32,7 @@ from ..ops.transfers import submit_upload
 from . import metrics
 from .errors import NeuronCompileError
 from .graph_cache import CACHE, GraphNeff, OutputBuffer, graph_key
+from .host_operands import operand_builder
 from .lowering import DeviceModule, device_module, output_perm, to_graph
 from .partition import ARG, CONSTANT, DROPOUT, HOST, RANDOM, partition
 
@@ -196,8 +197,7 @@ class CompiledGraph:
         node: an optimizer step has a thousand host nodes, its bias corrections)."""
         builders = self._operand_builders.get(node)
         if builders is None:
-            builders = self._operand_builders[node] = (_builder(node.args) or _constant(node.args),
-                                                       _builder(node.kwargs) or _constant(node.kwargs))
+            builders = self._operand_builders[node] = (operand_builder(node.args), operand_builder(node.kwargs))
         return builders
 
     def _draw_mask(self, node: fx.Node) -> torch.Tensor:
@@ -298,32 +298,3 @@ class CompiledGraph:
 
 def _device_us(timing) -> float:
     return float(timing.get("total_time_ns", 0.0)) / 1e3 if isinstance(timing, dict) else 0.0
-
-
-def _builder(structure):
-    """A function of ``value`` (node -> its value) that rebuilds ``structure`` (nested tuples,
-    lists and dicts of nodes and constants) with each node replaced by its value, as tree_map
-    does, or None if ``structure`` holds no node; parts without nodes are reused as they are."""
-    if isinstance(structure, fx.Node):
-        return lambda value: value(structure)
-    if isinstance(structure, (tuple, list)):
-        parts = [_builder(item) for item in structure]
-        if not any(parts):
-            return None
-        makers = [part or _constant(item) for part, item in zip(parts, structure)]
-        if isinstance(structure, list):  # fx's immutable_list too: ops take a plain list alike
-            return lambda value: [make(value) for make in makers]
-        if hasattr(structure, "_fields"):  # a namedtuple
-            return lambda value: type(structure)(*[make(value) for make in makers])
-        return lambda value: tuple([make(value) for make in makers])
-    if isinstance(structure, dict):
-        parts = {key: _builder(item) for key, item in structure.items()}
-        if not any(parts.values()):
-            return None
-        makers = {key: part or _constant(structure[key]) for key, part in parts.items()}
-        return lambda value: {key: make(value) for key, make in makers.items()}
-    return None
-
-
-def _constant(structure):
-    return lambda value: structure

@@ -19,8 +19,8 @@ Work goes on the calling thread's current stream of the device unless a stream i
 """
 
 from .host import device_bytes, host_storage_bytes, host_view
-from .launch import Buffer, launch_neff, queue, submit_host
+from .launch import Buffer, launch_neff, queue, runtime, submit_host
 from .records import OpRecord, subscribe, unsubscribe
 
-__all__ = ["Buffer", "launch_neff", "submit_host", "queue", "host_view", "host_storage_bytes", "device_bytes",
+__all__ = ["Buffer", "launch_neff", "submit_host", "queue", "runtime", "host_view", "host_storage_bytes", "device_bytes",
            "OpRecord", "subscribe", "unsubscribe"]

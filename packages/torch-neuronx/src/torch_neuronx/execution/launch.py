@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import torch
-from neuron_sim.runtime import Queue, Submission
+from neuron_sim.runtime import Queue, Runtime, Submission
 
 from ..device import state
 from .records import SINK, OpRecord
@@ -25,6 +25,11 @@ def _stream_id(index: int, stream) -> int:
     if stream is None:
         return state.shim().current_stream_id(index)
     return stream if type(stream) is int else stream.stream_id
+
+
+def runtime() -> Runtime:
+    """The neuron-sim runtime behind the neuron devices (its devices, HBMs, trace sink)."""
+    return state.bridge().runtime
 
 
 def queue(device: torch.device | int, stream: torch.Stream | int | None = None) -> Queue:
