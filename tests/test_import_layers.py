@@ -1,6 +1,6 @@
 """The import graph of the monorepo's packages follows their layering.
 
-* Packages depend downward only: neuron_sim < nki < neuronxcc < torch_neuronx.
+* Packages depend downward only: neuron_sim < nki < neuronxcc < neuron_explorer < torch_neuronx.
 * Inside torch_neuronx, layers depend downward only (``TORCH_NEURONX_LAYERS``): the device layer
   imports nothing above it, the execution API only the device layer, and so on.
 * No package imports another package's underscore names (its private modules or names).
@@ -22,11 +22,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE_ORDER = ["neuron_sim", "nki", "neuronxcc", "torch_neuronx"]
+PACKAGE_ORDER = ["neuron_sim", "nki", "neuronxcc", "neuron_explorer", "torch_neuronx"]
 SOURCES = {
     "neuron_sim": ROOT / "packages/neuron-sim/src/neuron_sim",
     "nki": ROOT / "packages/nki/src/nki",
     "neuronxcc": ROOT / "packages/neuronx-cc/src/neuronxcc",
+    "neuron_explorer": ROOT / "packages/neuron-explorer/src/neuron_explorer",
     "torch_neuronx": ROOT / "packages/torch-neuronx/src/torch_neuronx",
 }
 # Layers of torch_neuronx, lowest first: a module may import modules of its own layer or below.
@@ -36,7 +37,8 @@ TORCH_NEURONX_LAYERS = [
     ("ops", ["torch_neuronx.ops"]),  # op facts, tracking, transfers, CPU fallback
     ("compiled", ["torch_neuronx.compiled"]),  # per-op NEFFs, in-place plan, adaptive eager, the boxed kernel
     ("kernels", ["torch_neuronx.kernels"]),  # explicit PrivateUse1 kernels and their registration
-    ("frontends", ["torch_neuronx.dynamo", "torch_neuronx.nki_integration", "torch_neuronx.nki_op"]),
+    ("frontends", ["torch_neuronx.dynamo", "torch_neuronx.nki_integration", "torch_neuronx.nki_op",
+                   "torch_neuronx.profiling"]),  # torch.compile, NKI kernels, the profiler
     ("package", ["torch_neuronx", "torch_neuronx.testing"]),  # the public package
 ]
 # Packages whose cycles and lazy imports other streams are removing; checked once they land.
@@ -65,6 +67,8 @@ def _module_name(package: str, path: Path) -> str:
 def _modules() -> dict[str, Path]:
     found = {}
     for package, root in SOURCES.items():
+        if not root.is_dir():
+            continue  # a package this checkout does not have yet
         for folder, _, files in os.walk(root):
             for name in files:
                 if name.endswith(".py"):

@@ -8,6 +8,7 @@ import time
 import pytest
 import torch
 import torch_neuronx
+from tnx_helpers import op_records
 from torch_neuronx import execution
 from torch_neuronx.ops import costs
 
@@ -26,14 +27,8 @@ def _timed(fn, event_cls=torch_neuronx.Event):
 
 def _launch_ms(fn) -> float:
     """The simulated device time of the NEFF launches ``fn`` makes, from their op records."""
-    records: list = []
-    torch.neuron.synchronize()
-    handle = execution.subscribe(records.append)
-    try:
+    with op_records() as records:
         fn()
-        torch.neuron.synchronize()
-    finally:
-        execution.unsubscribe(handle)
     launches = [r for r in records if r.kind == "neff"]
     assert launches, [r.name for r in records]
     return sum(r.end_ns - r.start_ns for r in launches) / 1e6

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -60,3 +61,19 @@ def torch_neuronx_runtime():
     from torch_neuronx import execution
 
     return execution.runtime()
+
+
+@contextlib.contextmanager
+def op_records():
+    """The op records (``torch_neuronx.execution.OpRecord``: name, kind, framework, simulated times)
+    of the work issued inside the block, which is settled on entry and exit."""
+    from torch_neuronx import execution
+
+    records: list = []
+    torch.neuron.synchronize()
+    handle = execution.subscribe(records.append)
+    try:
+        yield records
+        torch.neuron.synchronize()
+    finally:
+        execution.unsubscribe(handle)

@@ -4,26 +4,10 @@ copied in afterwards otherwise - with CPU's values either way, plain and adaptiv
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 import torch
 import torch_neuronx
-from tnx_helpers import assert_close_to_cpu
-from torch_neuronx import execution
-
-
-@contextlib.contextmanager
-def records():
-    """The op records of the work issued inside the block."""
-    got: list = []
-    torch.neuron.synchronize()
-    handle = execution.subscribe(got.append)
-    try:
-        yield got
-        torch.neuron.synchronize()
-    finally:
-        execution.unsubscribe(handle)
+from tnx_helpers import assert_close_to_cpu, op_records
 
 
 def copies(recs) -> list:
@@ -47,7 +31,7 @@ def test_in_place_ops_match_cpu_and_copy_only_when_needed(name, shape):
     x, y = torch.randn(shape), torch.randn(shape)
     dx, dy = x.to("neuron"), y.to("neuron")
     fn(dx.clone(), dy)  # compile outside the recorded block
-    with records() as recs:
+    with op_records() as recs:
         out = fn(dx, dy)
     expected = fn(x, y)
     assert out is dx
@@ -61,7 +45,7 @@ def test_a_written_view_sharing_storage_with_another_input_goes_through_a_tempor
     x = torch.randn(3, 6)
     dx = x.to("neuron")
     dx[0].add_(dx[1])  # compiled outside the recorded block
-    with records() as recs:
+    with op_records() as recs:
         dx[2].mul_(dx[0])
     x[0].add_(x[1])
     x[2].mul_(x[0])

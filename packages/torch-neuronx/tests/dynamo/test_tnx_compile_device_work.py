@@ -9,21 +9,8 @@ import contextlib
 
 import torch
 import torch_neuronx
-from torch_neuronx import execution
+from tnx_helpers import op_records
 from torch_neuronx.testing.gpt import GPT, GPTConfig, batches
-
-
-@contextlib.contextmanager
-def launches():
-    """The op records (name, kind, ...) of the work issued inside the block."""
-    records: list = []
-    torch.neuron.synchronize()
-    handle = execution.subscribe(records.append)
-    try:
-        yield records
-        torch.neuron.synchronize()
-    finally:
-        execution.unsubscribe(handle)
 
 
 def _train(compiled: bool, steps: int = 3):
@@ -38,7 +25,7 @@ def _train(compiled: bool, steps: int = 3):
     losses, records = [], []
     for k, (x, y) in enumerate(batches(cfg, 2, steps)):
         x, y = x.to("neuron"), y.to("neuron")
-        with launches() if k == steps - 1 else contextlib.nullcontext([]) as recs:
+        with op_records() if k == steps - 1 else contextlib.nullcontext([]) as recs:
             loss = step(x, y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -71,7 +58,7 @@ def _mutate(fn, *tensors):
         f = torch.compile(fn, backend="neuron") if compiled else fn
         with torch.no_grad():
             f(*[a.clone() for a in args])  # compiles
-            with launches() as records:
+            with op_records() as records:
                 result = f(*args)
         out.append((result.cpu() if isinstance(result, torch.Tensor) else result, [a.cpu() for a in args], records))
     return out

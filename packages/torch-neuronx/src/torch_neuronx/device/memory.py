@@ -17,15 +17,6 @@ import torch
 from . import hooks, state
 
 
-def _index(device) -> int:
-    if device is None:
-        return state.shim().current_device()
-    if isinstance(device, int):
-        return device
-    device = torch.device(device)
-    return device.index if device.index is not None else state.shim().current_device()
-
-
 def _check(index: int) -> int:
     count = state.bridge().runtime.device_count
     if not 0 <= index < count:
@@ -34,31 +25,31 @@ def _check(index: int) -> int:
 
 
 def memory_stats(device=None) -> OrderedDict:
-    return torch.accelerator.memory_stats(_check(_index(device)))
+    return torch.accelerator.memory_stats(_check(state.device_index(device)))
 
 
 def memory_allocated(device=None) -> int:
-    return torch.accelerator.memory_allocated(_check(_index(device)))
+    return torch.accelerator.memory_allocated(_check(state.device_index(device)))
 
 
 def max_memory_allocated(device=None) -> int:
-    return torch.accelerator.max_memory_allocated(_check(_index(device)))
+    return torch.accelerator.max_memory_allocated(_check(state.device_index(device)))
 
 
 def memory_reserved(device=None) -> int:
-    return torch.accelerator.memory_reserved(_check(_index(device)))
+    return torch.accelerator.memory_reserved(_check(state.device_index(device)))
 
 
 def max_memory_reserved(device=None) -> int:
-    return torch.accelerator.max_memory_reserved(_check(_index(device)))
+    return torch.accelerator.max_memory_reserved(_check(state.device_index(device)))
 
 
 def reset_peak_memory_stats(device=None) -> None:
-    torch.accelerator.reset_peak_memory_stats(_check(_index(device)))
+    torch.accelerator.reset_peak_memory_stats(_check(state.device_index(device)))
 
 
 def reset_accumulated_memory_stats(device=None) -> None:
-    torch.accelerator.reset_accumulated_memory_stats(_check(_index(device)))
+    torch.accelerator.reset_accumulated_memory_stats(_check(state.device_index(device)))
 
 
 def empty_cache() -> None:
@@ -70,14 +61,14 @@ def empty_cache() -> None:
 
 def mem_get_info(device=None) -> tuple[int, int]:
     """(free bytes, total bytes) of the device's simulated HBM."""
-    return torch.accelerator.get_memory_info(_check(_index(device)))
+    return torch.accelerator.get_memory_info(_check(state.device_index(device)))
 
 
 def memory_summary(device=None) -> str:
     stats = memory_stats(device)
     free, total = mem_get_info(device)
     return (
-        f"neuron:{_index(device)} simulated HBM: {stats.get('allocated_bytes.all.current', 0):,} B allocated "
+        f"neuron:{state.device_index(device)} simulated HBM: {stats.get('allocated_bytes.all.current', 0):,} B allocated "
         f"(peak {stats.get('allocated_bytes.all.peak', 0):,} B) of {total:,} B; {free:,} B free; "
         f"{stats.get('allocation.all.current', 0)} live allocations, {stats.get('num_ooms', 0)} OOMs"
     )

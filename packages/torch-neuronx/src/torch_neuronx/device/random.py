@@ -13,17 +13,8 @@ from . import state
 _defaults: dict[int, torch.Generator] = {}
 
 
-def _index(device) -> int:
-    if device is None:
-        return state.shim().current_device()
-    if isinstance(device, int):
-        return device
-    device = torch.device(device)
-    return device.index if device.index is not None else state.shim().current_device()
-
-
 def default_generator(device=None) -> torch.Generator:
-    index = _index(device)
+    index = state.device_index(device)
     if index not in _defaults:
         _defaults[index] = state.shim().default_generator(index)  # the C++ default, wrapped once
     return _defaults[index]
@@ -31,7 +22,7 @@ def default_generator(device=None) -> torch.Generator:
 
 def _sync(device=None) -> None:
     # Queued random ops advance the generator when they run: settle them first.
-    state.bridge().synchronize_device(_index(device) if device is not None else -1)
+    state.bridge().synchronize_device(state.device_index(device) if device is not None else -1)
 
 
 def manual_seed(seed: int, device=None) -> None:

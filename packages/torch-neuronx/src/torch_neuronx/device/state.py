@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+import torch
+
 lock = threading.RLock()
 _bridge = None
 _shim = None
@@ -35,3 +37,13 @@ def current_bridge():
     """The bridge, or None before initialization (the fork handler asks without initializing)."""
     return _bridge
 
+
+def device_index(device) -> int:
+    """The index of ``device`` (None, an int, "neuron", "neuron:1" or a torch.device): the
+    thread's current device where it names none."""
+    if device is None:
+        return shim().current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    return device.index if device.index is not None else shim().current_device()
