@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch_neuronx
-from tnx_helpers import assert_close_to_cpu, op_records
+from tnx_helpers import assert_close_to_cpu, op_records, run_python
 
 
 def copies(recs) -> list:
@@ -58,6 +58,65 @@ def test_overlapping_writes_raise_cpus_error():
     for t in (x, x.to("neuron")):
         with pytest.raises(RuntimeError, match="refer to a single memory location"):
             t[1:].add_(t[:-1])
+
+
+# Calls whose written tensor overlaps what they read in a way that is not plain in-place: CPU's
+# kernel decides them (its error, or its values) - never a resize of a tensor the call reads.
+ALIASING_CALLS = {
+    "maximum_out_0d_input": lambda d: torch.maximum(torch.rand(3, device=d), b := torch.tensor(0.5, device=d), out=b),
+    "add_out_input_to_resize": lambda d: torch.add(b := torch.rand(1, device=d), torch.rand(3, device=d), out=b),
+    "add__to_resize": lambda d: torch.rand(1, device=d).add_(torch.rand(3, device=d)),
+    "exp_out_partly_its_input": lambda d: torch.exp((y := torch.rand(4, device=d))[:2], out=y[1:3]),
+    "cat_out_part_of_its_input": lambda d: torch.cat([(y := torch.rand(4, device=d))[:2]], out=y),
+    "cat_out_its_input": lambda d: torch.cat([y := torch.rand(4, device=d)], out=y),
+    "index_add__of_itself": lambda d: (a := torch.rand(3, 3, device=d)).index_add_(0, torch.tensor([2, 0, 1], device=d), a),
+    "sum_out_part_of_its_input": lambda d: torch.sum(a := torch.rand(5, device=d), 0, keepdim=True, out=a[:1]),
+    "cat_out_disjoint_view": lambda d: torch.cat([(y := torch.rand(4, device=d))[:2]], out=y[2:]),
+    "exp_out_its_input": lambda d: torch.exp(y := torch.rand(4, device=d), out=y),
+}
+
+
+def _outcome(fn, device):
+    torch.manual_seed(0)
+    try:
+        result = fn(device)
+        return "ok", result.cpu()
+    except RuntimeError as err:
+        return "error", str(err).split("\n")[0]
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+@pytest.mark.parametrize("name", sorted(ALIASING_CALLS))
+def test_writes_overlapping_what_the_call_reads_do_what_cpu_does(name, adaptive):
+    fn = ALIASING_CALLS[name]
+    expected = _outcome(fn, "cpu")
+    torch_neuronx.set_adaptive_eager(adaptive)
+    try:
+        got = _outcome(fn, "neuron")
+    finally:
+        torch_neuronx.set_adaptive_eager(False)
+    assert got[0] == expected[0], (got, expected)
+    if expected[0] == "error":
+        assert got[1] == expected[1]
+    else:
+        assert_close_to_cpu(got[1], expected[1])
+
+
+def test_cat_out_its_own_input_raises_at_the_call_instead_of_growing_it():
+    """It resized ``x`` and dispatched again, doubling it until the simulated HBM (and the host)
+    ran out of memory; the subprocess's address space is capped so a regression fails quickly."""
+    proc = run_python("""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+        import torch, torch_neuronx
+        x = torch.tensor([7], dtype=torch.int16, device="neuron")
+        try:
+            torch.cat([x, x], 0, out=x)
+        except RuntimeError as err:
+            print(type(err).__name__, str(err).split(".")[0], list(x.shape), x.cpu().tolist())
+    """)
+    assert proc.stdout.strip() == ("RuntimeError unsupported operation: some elements of the input tensor and the "
+                                   "written-to tensor refer to a single memory location [1] [7]")
 
 
 @pytest.mark.parametrize("adaptive", [False, True])

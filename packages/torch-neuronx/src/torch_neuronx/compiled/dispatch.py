@@ -28,7 +28,7 @@ from torch.utils._pytree import tree_flatten
 from ..device import env as _env
 from ..device import hooks
 from ..device import state as _state
-from ..ops import fallback, tracking
+from ..ops import fallback, overlap, tracking
 from ..ops.schema import argument, mutated_arguments, with_argument
 from . import adaptive
 from .build import build
@@ -152,6 +152,9 @@ def neuron_kernel(op, *args, **kwargs):
         tracking.note_fallback_reason(facts.name, str(entry))
         return fallback.cpu_fallback(op, *args, **kwargs)
     targets = facts.written_tensors(args, kwargs) if facts.written else None
+    if targets is not None and overlap.cpu_decides(facts.name, not facts.out_names, targets, tensors,
+                                                   [spec.shape for spec in entry.outputs]):
+        return fallback.cpu_fallback(op, *args, **kwargs)  # runs CPU's kernel at once: its checks, its aliasing
     if targets is not None and _resize_outs(entry, targets):
         return neuron_kernel(op, *args, **kwargs)  # the resized out= tensors make a new signature
     tracking.record(facts.name, fallback=False)

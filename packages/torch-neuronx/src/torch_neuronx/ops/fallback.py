@@ -19,7 +19,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from ..device import state as _state
 from ..execution import host_view, queue, submit_host
-from . import costs, tracking
+from . import costs, overlap, tracking
 from .generators import HostRng, generator_for
 from .host import is_neuron
 from .schema import arguments_by_name, mutated_arguments
@@ -96,6 +96,22 @@ def _to_cpu_value(x):
     return x
 
 
+def _cpu_values(flat) -> list:
+    """``flat`` with neuron operands as host views; a tensor passed twice is one view, so CPU's
+    kernel sees the aliasing the call has (``maximum(a, b, out=b)`` writes an input: no resize)."""
+    views = {}
+    out = []
+    for x in flat:
+        if is_neuron(x):
+            view = views.get(id(x))
+            if view is None:
+                view = views[id(x)] = host_view(x)
+            out.append(view)
+        else:
+            out.append(_to_cpu_value(x))
+    return out
+
+
 def _to_meta_value(x):
     if getattr(x, "_tnx_wrapped_number", False):
         return x  # meta kernels take CPU scalars as they are
@@ -162,8 +178,9 @@ def cpu_fallback(op, *args, **kwargs):
         # after it but run before it changed its numbers (a race: non-reproducible dropout).
         return _run_now(op, flat, spec, device)
     if writes_overlapping_memory(op, args, kwargs):
-        # A written tensor whose elements share memory (an expanded view): CPU's kernel decides,
-        # at the call - fill_ and zero_ write it, an arithmetic op raises.
+        # A written tensor whose elements share memory (an expanded view), or that overlaps what
+        # the op reads: CPU's kernel decides, at the call - fill_ writes an expanded view, an
+        # arithmetic op raises, cat(out=) of its own input raises.
         return _run_now(op, flat, spec, device)
     try:
         meta_flat = [_to_meta_value(x) for x in flat]
@@ -187,13 +204,25 @@ def cpu_fallback(op, *args, **kwargs):
 
 
 def writes_overlapping_memory(op, args, kwargs) -> bool:
-    """Whether ``op`` writes a neuron tensor some of whose elements share memory."""
-    for name in mutated_arguments(op):
-        value = arguments_by_name(op, args, kwargs).get(name)
+    """Whether ``op`` writes a neuron tensor some of whose elements share memory, or memory that
+    also holds one of its inputs other than plain in-place (``overlap.cpu_decides``)."""
+    written = mutated_arguments(op)
+    if not written:
+        return False
+    by_name = arguments_by_name(op, args, kwargs)
+    targets = []
+    for name in written:
+        value = by_name.get(name)
         for t in value if isinstance(value, (list, tuple)) else (value,):
-            if is_neuron(t) and torch._debug_has_internal_overlap(t) == 1:
-                return True
-    return False
+            if is_neuron(t):
+                if torch._debug_has_internal_overlap(t) == 1:
+                    return True
+                targets.append(t)
+    if not targets:
+        return False
+    inputs = [x for name, value in by_name.items() if name not in written or _op_name(op).endswith("_")
+              for x in (value if isinstance(value, (list, tuple)) else (value,)) if is_neuron(x)]
+    return overlap.cpu_decides(_op_name(op), _op_name(op).endswith("_"), targets, inputs)
 
 
 def as_cpu_kernel_returns(op, args, kwargs, meta_out):
@@ -281,7 +310,8 @@ def _run_async(op, flat, spec, device, meta_out):
     # (Not our wrapped numbers: nobody else holds them, and clone() would drop the wrapped-number
     # flag, changing type promotion - rad2deg of an int tensor then computed in float64.)
     cpu_flat = [x.clone() if isinstance(x, torch.Tensor) and x.device.type == "cpu" and not getattr(x, "_tnx_wrapped_number", False)
-                else _to_cpu_value(x) for x in flat]
+                else x for x in flat]
+    cpu_flat = _cpu_values(cpu_flat)
     out_views = [(host_view(out), i) for out, i in fresh]
     nbytes_in = _nbytes([x for x in flat if is_neuron(x)])
     nbytes_out = sum(out.numel() * out.element_size() for out, _ in fresh)
@@ -333,7 +363,7 @@ def _run_now(op, flat, spec, device):
     """Synchronize the operands' stream, run on CPU at once, and map the results back."""
     queue(device).synchronize()
     rng = _rng_for(op, flat, device)
-    cpu_flat = [_to_cpu_value(x) for x in flat]
+    cpu_flat = _cpu_values(flat)
     result = _execute(op, cpu_flat, spec, rng)
     mapped = _map_back(result, flat, cpu_flat, device)
     read = [x for x in flat if is_neuron(x)]
