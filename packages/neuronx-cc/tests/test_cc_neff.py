@@ -20,7 +20,7 @@ def graph():
 def test_neff_contents(tmp_path):
     neff = compile_neff(graph(), "trn2")
     assert neff.timing_summary and neff.metadata["compiler"] == "neuronx-cc"
-    assert neff.metadata["target"] == "trn2" and len(neff.metadata["graph_hash"]) == 64
+    assert neff.metadata["target"] == "trn2"
     assert neff.program.graph is not None
     assert [(t.name, t.kind) for t in neff.program.tensors] == [("x", "input"), ("b", "input"), ("h", "output"), ("m", "output")]
     neff.save(tmp_path / "g.neff")

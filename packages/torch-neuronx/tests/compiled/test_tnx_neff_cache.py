@@ -26,7 +26,7 @@ with warnings.catch_warnings(record=True) as caught:
     for op in sys.argv[1:] or ["add", "mul"]:
         got = getattr(torch, op)(a.to("neuron"), b.to("neuron")).cpu()
         assert torch.equal(got, getattr(torch, op)(a, b)), (op, got)
-print(json.dumps({"compiled": CACHE.stats["compiled"], "disk_hits": CACHE.stats["disk_hits"],
+print(json.dumps({"compiled": CACHE.stats.compiled, "disk_hits": CACHE.stats.disk_hits,
                   "warnings": [str(w.message) for w in caught if "NEFF cache" in str(w.message)]}))
 """
 
@@ -114,13 +114,13 @@ def test_control_an_untouched_copy_hits_the_cache(warm_cache, tmp_path):
 
 
 def test_the_entry_size_limit_comes_from_the_environment(monkeypatch, tmp_path):
-    from torch_neuronx.compiled.cache import CACHE
+    from torch_neuronx.compiled.cache import disk_cache
 
     monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(tmp_path))
-    assert CACHE.disk().max_entry_bytes == 256 << 20
+    assert disk_cache().max_entry_bytes == 256 << 20
     monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_MAX_ENTRY_MB", "1.5")
-    assert CACHE.disk().max_entry_bytes == 3 << 19
+    assert disk_cache().max_entry_bytes == 3 << 19
     for bad in ("0", "-2", "lots"):
         monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_MAX_ENTRY_MB", bad)
         with pytest.raises(ValueError, match=f"TORCH_NEURONX_NEFF_CACHE_MAX_ENTRY_MB='{bad}': expected a positive number"):
-            CACHE.disk()
+            disk_cache()

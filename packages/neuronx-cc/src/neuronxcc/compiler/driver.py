@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
-import json
 import os
 
 from neuron_sim import Architecture, Program, ProgramBuilder, ValidationError, get_architecture
@@ -149,17 +147,13 @@ def _computed(ctx, v) -> bool:
     return True
 
 
-def graph_hash(graph: Graph) -> str:
-    return hashlib.sha256(json.dumps(graph.to_dict(), sort_keys=True, default=str).encode()).hexdigest()
-
-
 def compile_neff(graph: Graph, arch: Architecture | str | None = None, *, name: str | None = None) -> Neff:
     """Compile ``graph`` and package it with its timing summary. The timing is computed once: this
     process's launches of the program reuse this result, other processes the stored summary."""
     arch = _arch(arch)
     program = compile_graph(graph, arch, name=name)
     timing = program_timing(program, arch)
-    metadata = {"compiler": COMPILER, "version": VERSION, "target": arch.name, "graph_hash": graph_hash(graph),
+    metadata = {"compiler": COMPILER, "version": VERSION, "target": arch.name,
                 "instructions": len(program.instructions), "groups": len(program.metadata.get("groups", [])),
                 ALIASING_KEY: aliasing_facts(graph)}
     return Neff(program, timing_summary=timing.summary, metadata=metadata)

@@ -23,7 +23,6 @@ from collections import OrderedDict
 
 import torch
 from neuron_sim.graph import Graph, graph_of
-from neuron_sim.neff import NeffCache
 from neuron_sim.timing import program_timing
 from neuronxcc.compiler import compile_neff
 
@@ -32,8 +31,8 @@ from ..device import hooks
 from ..device import state as _state
 from ..execution import launch_neff
 from ..ops.transfers import submit_upload
-from .cache import CACHE, neff_key
-from .entry import CompiledOp
+from .cache import disk_cache, neff_key
+from .entry import CompiledNeff
 from .launch import writes_in_place
 
 ENABLE_ENV = "TORCH_NEURONX_ADAPTIVE_EAGER"
@@ -88,7 +87,7 @@ class _Run:
         # (op, input sources, output storages). The run holds its results' storages until it is
         # launched, so their memory is not handed out again meanwhile; a storage nobody else
         # references by then (no tensor, view or saved tensor) is a result never written.
-        self.items: list[tuple[CompiledOp, list, list]] = []
+        self.items: list[tuple[CompiledNeff, list, list]] = []
         self.externals: list[torch.Tensor] = []  # inputs from outside the run (held: not reused meanwhile)
         self.external_index: dict[tuple, int] = {}
         self.produced: dict[int, tuple[int, int]] = {}  # storage data_ptr -> (item, output) holding its value
@@ -118,7 +117,7 @@ class _Run:
         return ("run", k, j, offset)
 
 
-def defer(entry: CompiledOp, op, tensors: list[torch.Tensor], device: torch.device,
+def defer(entry: CompiledNeff, op, tensors: list[torch.Tensor], device: torch.device,
           targets: list[torch.Tensor] | None = None):
     """Queue ``entry`` on the current stream's run and return its results, or None if it cannot
     join the run (the caller then launches it on its own, after the run). ``targets`` are the
@@ -166,7 +165,7 @@ def defer(entry: CompiledOp, op, tensors: list[torch.Tensor], device: torch.devi
     return entry.out_spec.unflatten(leaves)
 
 
-def _writable(run: _Run, entry: CompiledOp, tensors, targets) -> bool:
+def _writable(run: _Run, entry: CompiledNeff, tensors, targets) -> bool:
     """Whether the fused launch can write ``targets`` in place: each is a whole, compiled-layout
     buffer from the start of its storage that plain eager would write in place too; that no
     earlier op of the run read from memory except the in-place ops that rewrote it (a fused
@@ -234,7 +233,7 @@ def _launch_run(run: _Run, device_index: int, stream_id: int) -> None:
             if (k, j) not in run.superseded and torch._C._storage_Use_Count(storage._cdata) > 1]
     with _lock:
         stats["dead_outputs"] += len(outputs) - len(live)
-    signature = (tuple((entry.neff.metadata.get("graph_hash"), tuple(srcs)) for entry, srcs, _ in run.items),
+    signature = (tuple((entry.key, tuple(srcs)) for entry, srcs, _ in run.items),
                  tuple((k, j) for k, j, _ in live), _state.bridge().runtime.config.arch.name)
     for dst, src in run.uploads:
         submit_upload(dst, src, stream=stream_id)
@@ -323,9 +322,9 @@ hooks.on_synchronize(flush_all)
 
 def _compile(run: _Run, live, signature):
     """The fused graph of ``run``: external inputs ``x{n}``, live results ``y{m}``."""
-    disk = CACHE.disk()
+    disk = disk_cache()
     key = neff_key("torch_neuronx.adaptive", repr(signature)) if disk is not None else None
-    neff = disk.get(key) if isinstance(disk, NeffCache) else None
+    neff = disk.get(key) if disk is not None else None
     if neff is not None:
         return neff
     g = Graph(f"adaptive_run_{len(run.items)}_ops")

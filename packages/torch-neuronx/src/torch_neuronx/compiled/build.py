@@ -18,7 +18,7 @@ from ..ops.fallback import as_cpu_kernel_returns
 from ..ops.schema import argument, arguments_by_name, mutated_arguments, with_argument
 from .dtypes import NotLowerable, sim_dtype
 from .empty import EmptyOperand
-from .entry import METADATA_KEY, CompiledOp, OutputSpec
+from .entry import CompiledNeff, OutputSpec
 from .tracing import dense_permutation, graph_for, is_row_major, row_major_strides, storage_span
 from .variants import RUNTIME_SCALARS, functional_variant
 
@@ -55,7 +55,7 @@ def _meta_tree(value):
     return _meta(value)
 
 
-def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) -> CompiledOp:
+def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) -> CompiledNeff:
     """Trace, import and compile (``compile_graph(graph, arch) -> Neff``) ``op`` for this call."""
     mutated = mutated_arguments(op)
     functional = functional_variant(op) if mutated else op
@@ -133,7 +133,7 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     if refused is not None:
         raise NotLowerable(f"{op}: {refused}")
     neff = compile_graph(graph, arch)
-    entry = CompiledOp(
+    return CompiledNeff(
         neff=neff,
         in_nbytes=[storage_span(s, st) * d.itemsize for s, st, d in specs],
         outputs=outputs,
@@ -141,8 +141,6 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         out_spec=out_spec,
         mutated=mutated,
     )
-    neff.metadata[METADATA_KEY] = entry.metadata()
-    return CompiledOp.from_neff(neff)  # the form a disk hit gives: one path for both
 
 
 def _probe_cpu_dtype_support(op, args, kwargs, specs) -> None:

@@ -12,7 +12,7 @@ import torch
 
 from ..execution import launch_neff
 from .dtypes import NotLowerable
-from .entry import CompiledOp
+from .entry import CompiledNeff
 from .in_place import in_place_pairs, may_write_in_place
 
 _IN_NAMES: list[str] = []
@@ -32,7 +32,7 @@ def _names(names: list[str], prefix: str, count: int) -> list[str]:
     return names
 
 
-def launch_op(entry: CompiledOp, op, tensors: list[torch.Tensor], targets: list[torch.Tensor] | None, device: torch.device):
+def launch_op(entry: CompiledNeff, op, tensors: list[torch.Tensor], targets: list[torch.Tensor] | None, device: torch.device):
     """Launch ``entry`` over ``tensors``; ``targets`` are the tensors a mutating op writes."""
     buffers = {}  # the program's own constants bind themselves (neuron_sim.runtime.constants)
     for name, t, nbytes in zip(_names(_IN_NAMES, "in", len(tensors)), tensors, entry.in_nbytes):
@@ -66,7 +66,7 @@ def launch_op(entry: CompiledOp, op, tensors: list[torch.Tensor], targets: list[
     return entry.out_spec.unflatten(leaves)
 
 
-def writes_in_place(entry: CompiledOp, j: int, target: torch.Tensor, targets, tensors) -> bool:
+def writes_in_place(entry: CompiledNeff, j: int, target: torch.Tensor, targets, tensors) -> bool:
     """Whether output ``j`` of ``entry`` may be written straight into ``target``, one of the
     ``targets`` a mutating op writes, with ``tensors`` its inputs."""
     return may_write_in_place(in_place_pairs(entry.neff), j, target, entry.outputs[j].strides, tensors, targets)

@@ -13,10 +13,12 @@ written (nobody held them), runs launched op by op because fusing would have bee
 
 from __future__ import annotations
 
+import dataclasses
+
 from . import adaptive
 from .cache import CACHE
 
 
 def eager_metrics() -> dict:
     """The eager path's counters since the process started (a snapshot)."""
-    return {**CACHE.stats, "compile_seconds": CACHE.compile_seconds, "adaptive": dict(adaptive.stats)}
+    return {**dataclasses.asdict(CACHE.stats), "adaptive": dict(adaptive.stats)}

@@ -5,7 +5,7 @@
 
 Modules: ``backend`` (the dynamo backend and its options), ``partition`` (host / random / device
 nodes), ``lowering`` (device part -> StableHLO -> graph), ``runtime`` (a compiled graph's calls),
-``graph_cache`` (NEFFs by graph hash), ``metrics`` (records and log lines), ``padding`` (buckets),
+``graph_cache`` (NEFFs by graph code and layouts), ``metrics`` (records and log lines), ``padding`` (buckets),
 ``errors``.
 """
 

@@ -23,6 +23,7 @@ import torch
 from neuronxcc.compiler import CompileError, compile_neff
 from torch import fx
 
+from ..compiled.entry import CompiledNeff, OutputSpec
 from ..compiled.in_place import in_place_pairs, may_write_in_place
 from ..compiled.tracing import row_major_strides, storage_span
 from ..device import state as _state
@@ -31,7 +32,7 @@ from ..ops.generators import draw_dropout_mask
 from ..ops.transfers import submit_upload
 from . import metrics
 from .errors import NeuronCompileError
-from .graph_cache import CACHE, GraphNeff, OutputBuffer, graph_key
+from .graph_cache import CACHE, graph_key
 from .host_operands import operand_builder
 from .lowering import DeviceModule, device_module, output_perm, to_graph
 from .partition import ARG, CONSTANT, DROPOUT, HOST, RANDOM, partition
@@ -56,7 +57,7 @@ class CompiledGraph:
         self.out_layouts = [self._layout(n.meta["val"]) for n in self.dm.outputs]
         self.mutation_candidates = self._mutation_candidates()
         self.mutated = {target for target, _value in self.part.mutations.values()}
-        self._variants: dict[tuple, GraphNeff] = {}
+        self._variants: dict[tuple, CompiledNeff] = {}
         self._constants: dict[str, torch.Tensor] = {}
         self.device = next((t.device for t in example_inputs if isinstance(t, torch.Tensor) and t.device.type == "neuron"),
                            None)
@@ -98,7 +99,7 @@ class CompiledGraph:
             return tuple(value.shape), row_major_strides(value.shape), value.dtype
         return tuple(value.shape), tuple(value.stride()), value.dtype
 
-    def _variant(self, specs: tuple) -> GraphNeff:
+    def _variant(self, specs: tuple) -> CompiledNeff:
         entry = self._variants.get(specs)
         if entry is not None:
             return entry
@@ -114,10 +115,9 @@ class CompiledGraph:
             except CompileError as err:
                 raise NeuronCompileError(getattr(err, "op", None) or "graph", str(err), getattr(err, "location", None),
                                          graph=self.name) from None
-            outputs = [OutputBuffer(shape, strides, dtype, storage_span(shape, strides) * dtype.itemsize)
+            outputs = [OutputSpec(shape, strides, dtype, storage_span(shape, strides) * dtype.itemsize)
                        for shape, strides, dtype, _ in self.out_layouts]
-            entry = GraphNeff(neff, [storage_span(s, st) * d.itemsize for s, st, d in specs], outputs)
-            CACHE.put(key, entry)
+            entry = CACHE.put(key, CompiledNeff(neff, [storage_span(s, st) * d.itemsize for s, st, d in specs], outputs))
             where = "compiled"
         self._variants[specs] = entry
         timing = entry.neff.timing_summary or {}
@@ -261,7 +261,7 @@ class CompiledGraph:
             self.device = torch.device("neuron", _state.shim().current_device())
         return self.device
 
-    def _launch(self, entry: GraphNeff, inputs: list[torch.Tensor], args: list) -> tuple[list[torch.Tensor], set]:
+    def _launch(self, entry: CompiledNeff, inputs: list[torch.Tensor], args: list) -> tuple[list[torch.Tensor], set]:
         """(the NEFF's outputs, the mutation values it wrote straight into their arguments)."""
         device = self.device
         buffers = {f"in{i}": (t, n) for i, (t, n) in enumerate(zip(inputs, entry.in_nbytes))}
@@ -277,7 +277,7 @@ class CompiledGraph:
                     framework="torch.compile")
         return results, {self.dm.outputs[j] for j in in_place}
 
-    def _in_place_targets(self, entry: GraphNeff, inputs: list[torch.Tensor], args: list) -> dict:
+    def _in_place_targets(self, entry: CompiledNeff, inputs: list[torch.Tensor], args: list) -> dict:
         """Output j -> the argument it overwrites, for the mutations the NEFF may write in place:
         the argument is on the device with the output's dtype and shape, and the in-place plan
         allows it (the graph reads the argument only at each element's own index, nothing else in
