@@ -14,6 +14,7 @@ import threading
 
 from ..arch import Architecture
 from ..memory import Hbm, HbmAllocation
+from ..trace.records import ClockAnchor
 from ..trace.sink import TraceSink, global_sink
 from .core import Core
 from .fork import ProcessGuard
@@ -36,6 +37,7 @@ class Device:
         launch_ids: itertools.count | None = None,
         lnc: int = 1,
         lnc_configured: bool = True,
+        anchor: ClockAnchor | None = None,
     ):
         self.index = index
         self.core_id = index if core_id is None else core_id  # the logical core id (NEURON_RT_VISIBLE_CORES entry)
@@ -49,6 +51,8 @@ class Device:
         self.physical_cores_per_launch = lnc if lnc_configured else max(lnc, 2)
         self.trace = trace if trace is not None else global_sink()
         self.guard = guard if guard is not None else ProcessGuard()
+        self.pid = self.guard.pid
+        self.anchor = anchor if anchor is not None else ClockAnchor.now()  # the host clocks at simulated time 0
         self.hbm = Hbm(hbm_capacity, name=f"HBM of {self.name}")
         self.core = Core(arch, self.hbm, mode)
         self.timeline = Timeline(self.name)

@@ -33,7 +33,7 @@ from ..errors import ValidationError
 from ..executor import registry
 from ..executor.waiting import waiting_for_device
 from ..timing import estimate, program_timing
-from ..trace.records import LaunchRecord
+from ..trace.records import LaunchRecord, OpRecord, RecordKind, record_kind
 from .bindings import as_program, bind_buffers
 from .constants import with_constants
 from .errors import RuntimeUsageError
@@ -102,7 +102,7 @@ class Queue:
             _check_target(program, device)
             programs, source = (program,), neff_or_program
             bound = bind_buffers(program, with_constants(program, buffers), device.hbm, device.name)
-        task = Task(WORK, "neff", name or programs[0].name, context)
+        task = Task(WORK, RecordKind.NEFF, name or programs[0].name, context)
         task.programs = programs
         task.buffers = bound
         task.spec = spec = device.core.resolve(executor, programs)
@@ -151,7 +151,7 @@ class Queue:
         *,
         device_time_ns: float = 0.0,
         name: str | None = None,
-        kind: str = "host",
+        kind: str | RecordKind = RecordKind.HOST,
         context: str | None = None,
         occupies_core: bool = False,
         not_before_ns: float = 0.0,
@@ -159,13 +159,15 @@ class Queue:
         """Run ``fn()`` in order on this queue (CPU fallback ops, copies, ...) and advance the
         queue's simulated clock by ``device_time_ns``. ``occupies_core`` makes the task also hold
         the NeuronCore on the simulated timeline, as a launch does; host work and DMA copies do
-        not. ``not_before_ns``: the task starts no earlier than this simulated time."""
+        not. ``kind`` says what the work is (a ``RecordKind``: host, copy, cpu_fallback, collective).
+        ``not_before_ns``: the task starts no earlier than this simulated time."""
         self.device.guard.check()
         if not callable(fn):
             raise TypeError(f"submit expects a callable, got {type(fn).__name__}")
         if not device_time_ns >= 0:
             raise ValueError(f"device_time_ns must be >= 0, got {device_time_ns}")
-        task = Task(WORK, kind, name or getattr(fn, "__name__", kind), context)
+        kind = record_kind(kind)
+        task = Task(WORK, kind, name or getattr(fn, "__name__", kind.value), context)
         task.execute = _call_fn(fn)
         return self._submit(task, float(device_time_ns), occupies_core, _not_before(not_before_ns) if not_before_ns else 0.0)
 
@@ -198,6 +200,26 @@ class Queue:
         """Later tasks on this queue wait for everything submitted to ``other`` so far."""
         if other is not self:
             self.wait_event(other.record_event())
+
+    # --- framework records ---------------------------------------------------------------------
+    @property
+    def tracing(self) -> bool:
+        """Whether anyone (a trace session) receives records: check it before building one."""
+        return self.device.trace.enabled
+
+    def publish_op(self, name: str, *, launch_id: int | None, host_start_ns: int, host_end_ns: int | None = None,
+                   context: str | None = None, framework: str = "torch") -> OpRecord | None:
+        """Publish a framework's record of one op that ran on this queue (``launch_id``: the
+        launch it produced, None if none) to the active trace sessions; returns it (None when no
+        one listens). Host times are ``time.perf_counter_ns()`` readings (end: now, if omitted)."""
+        trace = self.device.trace
+        if not trace.enabled:
+            return None
+        device = self.device
+        record = OpRecord(name, launch_id, device.index, self.name, context, host_start_ns,
+                          time.perf_counter_ns() if host_end_ns is None else host_end_ns, device.pid, device.anchor, framework)
+        trace.publish(record)
+        return record
 
     # --- synchronization -------------------------------------------------------------------
     def query(self) -> bool:
@@ -378,10 +400,10 @@ class Queue:
                 LaunchRecord(
                     launch_id=task.launch_id, device=device.index, queue=self.name, name=task.name, kind=task.kind,
                     start_ns=task.start_ns, end_ns=task.end_ns, host_start_ns=host_start, host_end_ns=host_end,
-                    context=task.context, timing=task.timings[0] if task.timings else None,
-                    program=task.programs[0] if task.programs else None, metadata=task.metadata,
+                    context=task.context, timings=task.timings, programs=task.programs, metadata=task.metadata,
                     executor=task.executor, core_id=device.core_id,
                     error=None if error is None else f"{type(error).__name__}: {error}",
+                    pid=device.pid, anchor=device.anchor,
                 )
             )
         if error is None:

@@ -11,6 +11,7 @@ import itertools
 import os
 import threading
 
+from ..trace.records import ClockAnchor
 from ..trace.sink import TraceSink, global_sink
 from .config import RuntimeConfig
 from .device import Device
@@ -24,12 +25,13 @@ class Runtime:
         self.blocking = self.config.launch_blocking if blocking is None else bool(blocking)
         self.trace = trace if trace is not None else global_sink()
         self.guard = ProcessGuard()
+        self.anchor = ClockAnchor.now()  # simulated time 0 on the host's clocks: how traces of processes merge
         ids = itertools.count(1)  # launch ids unique across devices, for correlating trace records
         self.devices: tuple[Device, ...] = tuple(
             Device(
                 i, self.config.arch, self.config.hbm_bytes_per_core, core_id=core, mode=self.config.sim_mode,
                 blocking=self.blocking, trace=self.trace, guard=self.guard, launch_ids=ids,
-                lnc=self.config.logical_nc_config, lnc_configured=self.config.lnc_configured,
+                lnc=self.config.logical_nc_config, lnc_configured=self.config.lnc_configured, anchor=self.anchor,
             )
             for i, core in enumerate(self.config.visible_cores)
         )

@@ -1,4 +1,4 @@
-"""A publish/subscribe point for runtime trace records.
+"""A publish/subscribe point for runtime trace records (what ``TraceSession`` is built on).
 
 The runtime checks ``sink.enabled`` (a plain attribute) before building any record, so with no
 subscriber tracing costs one attribute read per task. Subscribers are called on the queue's worker
@@ -14,11 +14,11 @@ import logging
 import threading
 from collections.abc import Callable
 
-from .records import LaunchRecord
+from .records import LaunchRecord, OpRecord
 
 logger = logging.getLogger("neuron_sim.trace")
 
-Subscriber = Callable[[LaunchRecord], None]
+Subscriber = Callable[[LaunchRecord | OpRecord], None]
 
 
 class TraceSink:
@@ -52,7 +52,7 @@ class TraceSink:
     def subscriber_count(self) -> int:
         return len(self._subscribers)
 
-    def publish(self, record: LaunchRecord) -> None:
+    def publish(self, record: LaunchRecord | OpRecord) -> None:
         for handle, callback in self._subscribers:
             try:
                 callback(record)
