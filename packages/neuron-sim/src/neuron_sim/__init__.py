@@ -13,6 +13,7 @@ from .errors import (
     ConfigurationError,
     ExecutionError,
     IndexOutOfBoundsError,
+    InvalidMemoryError,
     NeffFormatError,
     NeuronSimError,
     OutOfMemoryError,
@@ -32,7 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     "dtypes", "executor", "graph", "isa", "neff", "runtime", "timing", "trace", "Neff", "NeffCache", "Event", "Runtime", "get_runtime",
     "TimingResult", "estimate", "Architecture", "get_architecture", "ProgramBuilder", "HbmTensor", "Tile",
-    "AccessPatternError", "ConfigurationError", "ExecutionError", "IndexOutOfBoundsError", "NeffFormatError", "NeuronSimError",
+    "AccessPatternError", "ConfigurationError", "ExecutionError", "IndexOutOfBoundsError", "InvalidMemoryError", "NeffFormatError", "NeuronSimError",
     "OutOfMemoryError", "UninitializedReadError", "ValidationError", "ExactExecutor", "FastExecutor", "AccessPattern", "Hbm",
     "Program", "TensorDecl", "code_fingerprint", "__version__",
 ]

@@ -64,6 +64,11 @@ class ExecutionError(NeuronSimError, RuntimeError):
     """A launched program failed; raised at the next synchronization point with the launch's context."""
 
 
+class InvalidMemoryError(ExecutionError):
+    """Device memory holds no valid data: the work that should have written it failed or was
+    skipped. ``original`` is the error that started it."""
+
+
 class UninitializedReadError(ValidationError):
     """An instruction read on-chip memory that no earlier instruction wrote."""
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import bisect
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import AccessPatternError, OutOfMemoryError
+from .validity import InvalidRanges
 
 ALIGNMENT = 64
 POISON_BYTE = 0xFF
@@ -58,6 +60,8 @@ class Hbm:
         self._lock = threading.Lock()
         self._starts: list[int] = []  # sorted addresses, for resolving a pointer to its block
         self._blocks: dict[int, HbmAllocation] = {}
+        self.invalid = InvalidRanges()  # bytes that failed work should have written (validity.py)
+        _LIVE.add(self)
 
     @property
     def allocated(self) -> int:
@@ -95,6 +99,8 @@ class Hbm:
         if poison:
             array.fill(POISON_BYTE)
         block = HbmAllocation(address=array.ctypes.data, nbytes=nbytes, array=array[:nbytes], tag=tag, _owner=owner)
+        if self.invalid:
+            self.invalid.forget(block.address)  # fresh memory: whatever a freed block there was is gone
         with self._lock:
             bisect.insort(self._starts, block.address)
             self._blocks[block.address] = block
@@ -107,17 +113,26 @@ class Hbm:
             self._starts.pop(bisect.bisect_left(self._starts, block.address))
             self.stats.allocated_bytes -= _round_up(max(block.nbytes, 1), ALIGNMENT)
             self.stats.num_frees += 1
+        if self.invalid:
+            self.invalid.forget(block.address)
 
     def resolve(self, address: int, nbytes: int = 1) -> tuple[HbmAllocation, int]:
         """The allocation containing ``[address, address + nbytes)`` and the offset into it."""
-        with self._lock:
-            i = bisect.bisect_right(self._starts, address) - 1
-            block = self._blocks[self._starts[i]] if i >= 0 else None
-        if block is None or address + nbytes > block.address + max(block.nbytes, 1):
+        block = self.find(address, nbytes)
+        if block is None:
             raise AccessPatternError(
                 "hbm.unmapped", f"{self.name}: bytes [{address:#x}, {address + nbytes:#x}) are not inside a live allocation"
             )
         return block, address - block.address
+
+    def find(self, address: int, nbytes: int = 1) -> HbmAllocation | None:
+        """The live allocation containing ``[address, address + nbytes)``, or None."""
+        with self._lock:
+            i = bisect.bisect_right(self._starts, address) - 1
+            block = self._blocks[self._starts[i]] if i >= 0 else None
+        if block is None or address + nbytes > block.address + max(block.nbytes, 1):
+            return None
+        return block
 
     def reset_peak(self) -> None:
         with self._lock:
@@ -126,6 +141,27 @@ class Hbm:
     def live_allocations(self) -> list[HbmAllocation]:
         with self._lock:
             return [self._blocks[a] for a in self._starts]
+
+
+_LIVE: weakref.WeakSet[Hbm] = weakref.WeakSet()  # every Hbm of the process, to find an array's
+_byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or np.byte_bounds  # numpy 2 / 1.26
+
+
+def locate(array: np.ndarray) -> tuple[Hbm, HbmAllocation, int, int] | None:
+    """The HBM and allocation holding ``array``'s bytes (a view of device memory), and those
+    bytes as an absolute [lo, hi); None if the array is not device memory (or is empty)."""
+    if not array.nbytes:
+        return None
+    if array.flags.c_contiguous:
+        lo = array.__array_interface__["data"][0]
+        hi = lo + array.nbytes
+    else:
+        lo, hi = _byte_bounds(array)
+    for hbm in list(_LIVE):
+        block = hbm.find(lo, hi - lo)
+        if block is not None:
+            return hbm, block, lo, hi
+    return None
 
 
 def _round_up(n: int, to: int) -> int:

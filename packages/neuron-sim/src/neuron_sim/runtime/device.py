@@ -59,6 +59,7 @@ class Device:
         self.new_launch_id = (launch_ids if launch_ids is not None else itertools.count(1)).__next__
         self._queues_lock = threading.Lock()
         self._queues: list[Queue] = []
+        self._released_failures: list = []  # errors kept by released queues, for the next synchronize
         self.default_queue = self.new_queue("default")
 
     def __repr__(self) -> str:
@@ -71,7 +72,7 @@ class Device:
 
     # --- queues ----------------------------------------------------------------------------
     def new_queue(self, name: str | None = None) -> Queue:
-        """A new queue on this device. Queues live as long as the device (like a stream pool)."""
+        """A new queue on this device. It lives until ``queue.release()`` (a collected stream)."""
         self.guard.check()
         with self._queues_lock:
             taken = {q.name for q in self._queues}
@@ -79,9 +80,24 @@ class Device:
                 name = next(f"queue{i}" for i in itertools.count(len(self._queues)) if f"queue{i}" not in taken)
             elif name in taken:
                 raise ValueError(f"{self.name} already has a queue named {name!r}")
-            queue = Queue(self, name)
+            queue = Queue(self, name, on_retired=self._forget_queue)
             self._queues.append(queue)
         return queue
+
+    def _forget_queue(self, queue: Queue) -> None:
+        """A released queue is idle: drop it, keeping its error (if any) for the next synchronize."""
+        with self._queues_lock:  # taken and kept in one step: a synchronize sees it in one place or the other
+            failure = queue.take_failure()
+            self._queues = [q for q in self._queues if q is not queue]
+            if failure is not None:
+                self._released_failures.append(failure)
+        self.timeline.remove(queue.lane)
+
+    def take_released_failures(self) -> list:
+        """The errors kept by queues released since the last call (cleared)."""
+        with self._queues_lock:
+            taken, self._released_failures = self._released_failures, []
+        return taken
 
     @property
     def queues(self) -> tuple[Queue, ...]:
@@ -98,7 +114,7 @@ class Device:
     # --- synchronization -------------------------------------------------------------------
     def synchronize(self) -> None:
         """Wait for every queue of this device, then raise the earliest kept error (naming any others)."""
-        synchronize_all(self.queues)
+        synchronize_all(self.queues, self.take_released_failures)
 
     def query(self) -> bool:
         return all(q.query() for q in self.queues)
@@ -115,6 +131,19 @@ class Device:
 
     def free(self, block: HbmAllocation) -> None:
         self.hbm.free(block)
+
+    def check_valid(self, address: int, nbytes: int) -> None:
+        """Raise InvalidMemoryError (with the original error) if any of device bytes
+        ``[address, address + nbytes)`` hold no valid data because work that should have written
+        them failed or was skipped; what a framework calls before a host read of device memory.
+        ``AccessPatternError`` if the bytes are not inside one live allocation of this device."""
+        block, _ = self.hbm.resolve(address, max(nbytes, 1))
+        found = self.hbm.invalid.find(block.address, address, address + nbytes) if self.hbm.invalid else None
+        if found is not None:
+            cause, lo, hi = found
+            where = (f"bytes [{max(lo, address):#x}, {min(hi, address + nbytes):#x}) of {self.name} "
+                     f"(allocation {block.tag or 'untagged'!r} at {block.address:#x})")
+            raise cause.invalid_memory_error(where)
 
     def memory_stats(self) -> dict[str, int]:
         return {**self.hbm.stats.as_dict(), "capacity_bytes": self.hbm.capacity, "free_bytes": self.hbm.free_bytes}

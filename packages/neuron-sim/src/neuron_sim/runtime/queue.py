@@ -27,13 +27,15 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..errors import ValidationError
 from ..executor import registry
 from ..executor.waiting import waiting_for_device
+from ..memory.validity import INVALID
 from ..timing import estimate, program_timing
 from ..trace.records import LaunchRecord, OpRecord, RecordKind, record_kind
+from . import task_memory
 from .bindings import as_program, bind_buffers
 from .constants import with_constants
 from .errors import RuntimeUsageError
@@ -52,9 +54,12 @@ _running = threading.local()  # .queue: the queue whose task this thread is runn
 class Queue:
     """Made by ``Device.new_queue``; ``device`` is the Device it belongs to."""
 
-    def __init__(self, device, name: str):
+    def __init__(self, device, name: str, on_retired: Callable[[Queue], None] | None = None):
         self.device = device
         self.name = name
+        self._on_retired = on_retired  # told once a released queue is idle (the device forgets it)
+        self._released = False
+        self._retired = False
         self._lane = device.timeline.lane(name)
         self._new_launch_id = device.new_launch_id
         self._lock = threading.Lock()
@@ -140,7 +145,9 @@ class Queue:
         the iterations it actually ran."""
         not_before_ns = _not_before(not_before_ns)
         self.synchronize()
-        self._run_launch(task)
+        failure = self._run_work(task)
+        if failure is not None:
+            raise failure.to_exception() from failure.error
         task.timings = tuple(estimate(p, self.device.arch, r.trip_counts) for p, r in zip(task.programs, task.reports))
         task.execute = _ran_already
         return self._submit(task, max(t.total_ns for t in task.timings), True, not_before_ns)
@@ -155,12 +162,19 @@ class Queue:
         context: str | None = None,
         occupies_core: bool = False,
         not_before_ns: float = 0.0,
+        reads: Iterable = (),
+        writes: Iterable = (),
     ) -> Submission:
         """Run ``fn()`` in order on this queue (CPU fallback ops, copies, ...) and advance the
         queue's simulated clock by ``device_time_ns``. ``occupies_core`` makes the task also hold
         the NeuronCore on the simulated timeline, as a launch does; host work and DMA copies do
         not. ``kind`` says what the work is (a ``RecordKind``: host, copy, cpu_fallback, collective).
-        ``not_before_ns``: the task starts no earlier than this simulated time."""
+        ``not_before_ns``: the task starts no earlier than this simulated time.
+
+        ``reads`` / ``writes``: the device memory ``fn`` reads and writes (numpy views of it, or
+        HbmAllocations), so the task takes part in failure tracking as launches do: it is skipped
+        if it would read memory a failed task left unwritten, and what it writes is valid again
+        (or, if it fails or is skipped, invalid). Undeclared memory is not tracked."""
         self.device.guard.check()
         if not callable(fn):
             raise TypeError(f"submit expects a callable, got {type(fn).__name__}")
@@ -169,6 +183,10 @@ class Queue:
         kind = record_kind(kind)
         task = Task(WORK, kind, name or getattr(fn, "__name__", kind.value), context)
         task.execute = _call_fn(fn)
+        if reads:
+            task.reads = task_memory.check_declared(reads, "reads")
+        if writes:
+            task.writes = task_memory.check_declared(writes, "writes")
         return self._submit(task, float(device_time_ns), occupies_core, _not_before(not_before_ns) if not_before_ns else 0.0)
 
     def record_event(self, event: Event | None = None) -> Event:
@@ -200,6 +218,42 @@ class Queue:
         """Later tasks on this queue wait for everything submitted to ``other`` so far."""
         if other is not self:
             self.wait_event(other.record_event())
+
+    # --- release ------------------------------------------------------------------------------
+    def release(self) -> None:
+        """Release this queue (a stream that was collected): nothing more can be submitted to it,
+        and once the work already on it has finished it is removed from its device (a kept
+        error then surfaces at the device's next synchronize). Events recorded on it still work.
+        Releasing twice is harmless; the default queue cannot be released."""
+        if self is self.device.default_queue:
+            raise RuntimeUsageError(f"{self!r} is its device's default queue and cannot be released")
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+            idle = not self._outstanding
+            if self._worker_sleeping:
+                self._worker_sleeping = False
+                self._has_work.notify()  # its worker exits now instead of after the idle timeout
+        if idle:
+            self._retire()
+
+    @property
+    def released(self) -> bool:
+        return self._released
+
+    @property
+    def lane(self):
+        """This queue's lane on its device's timeline."""
+        return self._lane
+
+    def _retire(self) -> None:
+        with self._lock:
+            if self._retired:
+                return
+            self._retired = True
+        if self._on_retired is not None:
+            self._on_retired(self)
 
     # --- framework records ---------------------------------------------------------------------
     @property
@@ -288,6 +342,8 @@ class Queue:
             self._inline.acquire()  # schedule and run as one step, so inline order matches the timeline
         try:
             with self._lock:
+                if self._released:
+                    raise RuntimeUsageError(f"{self!r} was released: nothing can be submitted to it any more")
                 start, end = device.timeline.reserve(self._lane, device_ns, occupies_core, not_before_ns)
                 task.seq = self._seq
                 self._seq += 1
@@ -327,7 +383,7 @@ class Queue:
             with self._lock:
                 while not self._pending or self._callers_draining:
                     self._worker_sleeping = True
-                    if not self._has_work.wait(IDLE_EXIT_SECONDS) and not self._pending:
+                    if (not self._has_work.wait(IDLE_EXIT_SECONDS) or self._released) and not self._pending:
                         self._worker_sleeping = False
                         self._worker = None
                         return
@@ -371,8 +427,11 @@ class Queue:
             _running.queue = outer
             with self._lock:
                 self._outstanding -= 1
-                if not self._outstanding:
+                idle = not self._outstanding
+                if idle:
                     self._idle.notify_all()
+            if idle and self._released:
+                self._retire()
 
     def _execute(self, task: Task, raise_now: bool) -> None:
         if task.role == MARKER:
@@ -384,15 +443,12 @@ class Queue:
         failure = self._failure
         if failure is not None:  # poisoned: do not run on the failed task's results
             failure.skipped += 1
+            task_memory.mark_not_written(task, failure.root)  # what it should have written is garbage
             task.buffers = task.execute = None
             return
         device = self.device
         host_start = time.perf_counter_ns()
-        error = None
-        try:
-            task.execute(task)
-        except BaseException as err:  # the worker must survive anything a task raises
-            error = err
+        failure = self._run_work(task)
         host_end = time.perf_counter_ns()
         task.buffers = task.execute = None  # release the caller's arrays (and callable) as soon as the task is done
         if device.trace.enabled:
@@ -402,25 +458,46 @@ class Queue:
                     start_ns=task.start_ns, end_ns=task.end_ns, host_start_ns=host_start, host_end_ns=host_end,
                     context=task.context, timings=task.timings, programs=task.programs, metadata=task.metadata,
                     executor=task.executor, core_id=device.core_id,
-                    error=None if error is None else f"{type(error).__name__}: {error}",
+                    error=None if failure is None else failure.summary(),
                     pid=device.pid, anchor=device.anchor,
                 )
             )
-        if error is None:
+        if failure is None:
             return
-        failure = Failure(task, device.name, self.name, error)
         if raise_now:
-            raise failure.to_exception() from error
+            raise failure.to_exception() from failure.error
         with self._lock:
             self._failure = failure
 
+    def _run_work(self, task: Task) -> Failure | None:
+        """Run a work task unless it reads memory a failure left invalid; keep its memory's
+        validity up to date. Returns its failure, if any."""
+        device = self.device
+        if INVALID.count:
+            bad = task_memory.first_invalid_read(task)
+            if bad is not None:
+                cause, hbm, lo, hi = bad
+                failure = Failure(task, device.name, self.name, cause.root.error, cause=cause.root,
+                                  where=f"bytes [{lo:#x}, {hi:#x}) of {hbm.name}")
+                task_memory.mark_not_written(task, failure.root)
+                return failure
+        try:
+            task.execute(task)
+        except BaseException as err:  # the worker must survive anything a task raises
+            failure = Failure(task, device.name, self.name, err)
+            task_memory.mark_not_written(task, failure)
+            return failure
+        if INVALID.count:
+            task_memory.mark_written(task)
+        return None
 
-def synchronize_all(queues: Sequence[Queue], kept: Sequence[Failure] = ()) -> None:
-    """Wait for every queue, then raise the earliest failure kept by them (or in ``kept``), naming
-    the others; all are cleared."""
+
+def synchronize_all(queues: Sequence[Queue], kept: Callable[[], list[Failure]] | None = None) -> None:
+    """Wait for every queue, then raise the earliest failure kept by them (or returned by
+    ``kept()``, asked after the wait: released queues' errors), naming the others; all are cleared."""
     for queue in queues:
         queue.wait_idle()
-    raise_failures([queue.take_failure() for queue in queues] + list(kept))
+    raise_failures([queue.take_failure() for queue in queues] + (kept() if kept is not None else []))
 
 
 def _programs(sequence, device) -> tuple:

@@ -66,7 +66,8 @@ class Runtime:
     def synchronize(self) -> None:
         """Wait for every queue of every device; raise the earliest kept error, naming the others."""
         self.guard.check()
-        synchronize_all([q for d in self.devices for q in d.queues])
+        synchronize_all([q for d in self.devices for q in d.queues],
+                        lambda: [f for d in self.devices for f in d.take_released_failures()])
 
     def query(self) -> bool:
         return all(d.query() for d in self.devices)
@@ -118,6 +119,7 @@ def reset_runtime() -> None:
             for q in d.queues:
                 q.wait_idle()
                 q.take_failure()
+            d.take_released_failures()
 
 
 def _set(runtime: Runtime) -> Runtime:

@@ -31,6 +31,7 @@ class Task:
     __slots__ = (
         "role", "seq", "launch_id", "kind", "name", "context", "start_ns", "end_ns", "execute",
         "marker", "programs", "buffers", "timings", "metadata", "spec", "options", "executor", "reports",
+        "reads", "writes",
     )
 
     def __init__(self, role: str, kind: str = "", name: str = "", context: str | None = None):
@@ -51,6 +52,8 @@ class Task:
         self.options = None  # options for its executor
         self.executor = ""  # the mode that ran it
         self.reports: tuple = ()  # RunReport per program, once it ran
+        self.reads: tuple = ()  # device memory a host task declared it reads (launches: their tensor table)
+        self.writes: tuple = ()
 
 
 class Submission:
