@@ -27,7 +27,7 @@ RUN = textwrap.dedent("""
         while rows < 1_000_000:
             launch += 1
             sink.publish(LaunchRecord(launch, 0, "default", "aten::mm", "neff", clock, clock + timing.total_ns, 0, 0,
-                                      timing=timing, program=program, executor="fast", core_id=0))
+                                      timings=(timing,), programs=(program,), executor="fast", core_id=0))
             clock += timing.total_ns
             rows += len(timing.instructions)
     del timing, program

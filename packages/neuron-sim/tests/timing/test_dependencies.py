@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from helpers import TRN2, hb, sb
 from neuron_sim import Program, TensorDecl
 from neuron_sim.isa import Activation, DmaCopy, TensorCopy, TensorScalar
@@ -25,7 +26,8 @@ def test_read_after_write_waits_for_the_producer_on_another_engine():
     recs = _records(estimate(prog, TRN2))
     assert recs[1].start_ts >= recs[0].end_ts
     assert recs[1].waited_on == "Vector"
-    assert recs[1].evt_wait_time_ns > 0
+    assert recs[1].start_ts > recs[0].end_ts  # plus the semaphore's latency
+    assert recs[1].evt_wait_time_ns == pytest.approx(recs[1].start_ts)  # ScalarE was idle: all of it is the wait
 
 
 def test_write_after_read_waits_for_the_reader():

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 from neuron_sim.runtime import RuntimeConfig, current_runtime
-from neuron_sim.trace import TraceSink, global_sink
+from neuron_sim.trace import LaunchRecord, TraceSink, global_sink
 
 from ..errors import CaptureConfigError
 from ..session.writer import SessionWriter, new_session_dir
@@ -124,6 +124,8 @@ class Recorder:
 
     # --- the subscriber (runs on the runtime's threads) ------------------------------------
     def _collect(self, record) -> None:
+        if not isinstance(record, LaunchRecord):  # frameworks' OpRecords: not part of this capture format yet
+            return
         core = record.core_id if record.core_id is not None else record.device
         cores = self.config.cores
         if cores is not None and core not in cores:

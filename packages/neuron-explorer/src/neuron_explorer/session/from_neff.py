@@ -39,7 +39,7 @@ def session_from_neff(neff_path: str | os.PathLike, output_dir: str | os.PathLik
     now = time.perf_counter_ns()
     record = LaunchRecord(launch_id=1, device=0, queue="default", name=neff.program.name, kind="neff", start_ns=0.0,
                           end_ns=timing.total_ns, host_start_ns=now, host_end_ns=now, context=f"simulated from {path.name}",
-                          timing=timing, program=neff.program, metadata=neff.metadata, executor="", core_id=0)
+                          timings=(timing,), programs=(neff.program,), metadata=neff.metadata, executor="", core_id=0)
     writer.write_tasks([task_line(record, 0, threading.get_native_id(), list(task_events("neff")), True, writer)])
     writer.close({"simulated_from": str(path)})
     return session

@@ -1,15 +1,16 @@
-"""Evaluation plans (neuron_sim.graph.plan) give the bits of node-by-node evaluation.
+"""Evaluation plans (neuron_sim.executor.fast.plan) give the bits of node-by-node evaluation.
 
 Plans reuse temporaries, write results in place and broadcast uniform constants; each test builds
-a graph where one of those could go wrong and compares against ``evaluate_reference``.
+a graph where one of those could go wrong and compares against ``evaluate_reference``, and checks
+through ``explain`` that the plan did what the test is about.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from neuron_sim.executor.fast import FastExecutor, evaluate
-from neuron_sim.executor.fast.plan import BufferPool, plan_of
+from neuron_sim.executor.fast import FastExecutor, evaluate, explain
+from neuron_sim.executor.fast.plan import BufferPool, overlapping
 from neuron_sim.graph import Graph, evaluate_reference
 
 SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-40, -1e-40, 3e38, -3e38, 0.5], np.float32)
@@ -63,7 +64,7 @@ def _splat_chain(value: float) -> Graph:
 def test_uniform_constants_give_the_same_bits(value):
     g = _splat_chain(value)
     _compare(g, {"x": _values((4, 33), 1)})
-    assert bool(plan_of(g).splats) == (not np.isnan(value))  # NaN constants stay materialized
+    assert explain(g).scalar_constants == (0 if np.isnan(value) else 1)  # NaN constants stay materialized
 
 
 def test_non_uniform_and_int_constants_are_not_broadcast():
@@ -73,7 +74,7 @@ def test_non_uniform_and_int_constants_are_not_broadcast():
     z = g.add1("constant", value=np.array([0.0] * 7 + [-0.0], np.float32), dtype="float32")  # equal, not bitwise
     g.set_outputs([g.add1("add", g.add1("multiply", x, c), z)], ["y"])
     _compare(g, {"x": _values((8,), 2)})
-    assert not plan_of(g).splats
+    assert explain(g).scalar_constants == 0
 
 
 def test_long_elementwise_chain_reuses_temporaries_across_launches():
@@ -158,9 +159,9 @@ def test_plan_follows_a_graph_that_grew():
     g = Graph("grow")
     x = g.add_input("x", (8,), "float32")
     g.set_outputs([g.add1("add", x, x)], ["y"])
-    first = plan_of(g)
+    assert explain(g).steps == ("add",)
     g.set_outputs([g.add1("multiply", x, x)], ["y"])
-    assert plan_of(g) is not first
+    assert explain(g).steps == ("add", "multiply")
     _compare(g, {"x": _values((8,), 9)})
 
 
@@ -221,7 +222,8 @@ def test_ops_of_constants_alone_are_evaluated_once_when_the_plan_is_made():
     col = g.add1("convert", g.add1("iota", shape=(64, 300), dtype="int32", dim=1), dtype="float32")
     g.set_outputs([g.add1("multiply", g.add1("multiply", x, scale), col)], ["y"])
     _compare(g, {"x": _values((64, 300), 11)})
-    assert [step[8].op for step in plan_of(g).steps] == ["multiply", "multiply"]
+    summary = explain(g)
+    assert summary.steps == ("multiply", "multiply") and summary.folded_ops == 5  # constant, broadcast, rsqrt, iota, convert
 
 
 def test_large_materialized_results_of_constants_are_not_kept_in_the_plan():
@@ -230,7 +232,7 @@ def test_large_materialized_results_of_constants_are_not_kept_in_the_plan():
     ramp = g.add1("convert", g.add1("iota", shape=(512, 512), dtype="int32", dim=1), dtype="float32")
     g.set_outputs([g.add1("add", x, ramp)], ["y"])
     _compare(g, {"x": _values((512, 512), 12)})
-    assert sum(a.nbytes for a in plan_of(g).constants.values() if 0 not in a.strides) <= 4 << 16
+    assert explain(g).kept_constant_bytes <= 4 << 16
 
 
 def _run_in_place(g: Graph, params, grads):
@@ -254,7 +256,7 @@ def test_an_in_place_result_is_written_straight_into_its_input_once_nothing_read
     d = g.add_input("d", shape, "float32")
     step = g.add1("multiply", g.add1("exp", d), d)
     g.set_outputs([g.add1("subtract", p, step), step], ["p_out", "n"])
-    assert plan_of(g)._overwritable == {"p_out": frozenset({"p", "d"}), "n": frozenset({"d"})}
+    assert explain(g).in_place == {"p_out": frozenset({"p", "d"}), "n": frozenset({"d"})}
     _run_in_place(g, _values(shape, 13), _values(shape, 14))
 
 
@@ -267,7 +269,7 @@ def test_an_in_place_result_waits_while_a_view_of_its_input_is_read_later():
     new = g.add1("subtract", p, d)
     later = g.add1("multiply", g.add1("reshape", flat, shape=shape), d)  # reads p after new
     g.set_outputs([new, later], ["p_out", "n"])
-    assert "p" not in plan_of(g)._overwritable["p_out"]
+    assert "p" not in explain(g).in_place["p_out"]
     _run_in_place(g, _values(shape, 15), _values(shape, 16))
 
 
@@ -278,7 +280,7 @@ def test_a_reshaped_output_is_computed_straight_into_its_buffer():
     h = g.add1("multiply", x, x)
     y = g.add1("add", h, x)
     g.set_outputs([g.add1("reshape", h, shape=(8, 8, 512)), y], ["saved", "y"])
-    assert plan_of(g)._through == {"saved": ("saved", (64, 512))}
+    assert explain(g).written_through == {"saved": (64, 512)}
     outputs = {"saved": np.full((8, 8, 512), 7, np.float32), "y": np.full((64, 512), 7, np.float32)}
     got = _compare(g, {"x": _values((64, 512), 17)}, outputs=outputs)
     with np.errstate(over="ignore"):
@@ -287,13 +289,11 @@ def test_a_reshaped_output_is_computed_straight_into_its_buffer():
 
 
 def test_overlaps_of_many_buffers_match_pairwise_checks():
-    from neuron_sim.executor.fast.plan import _overlapping
-
     memory = np.zeros(4096, np.uint8)
     rng = np.random.default_rng(18)
     buffers = {f"b{i}": memory[a:a + n] for i, (a, n) in enumerate(zip(rng.integers(0, 4000, 60), rng.integers(0, 96, 60)))}
     buffers |= {"own": np.zeros(64, np.uint8), "strided": memory[100:900:8]}
-    overlaps = _overlapping(buffers)
+    overlaps = overlapping(buffers)
     for name, buf in buffers.items():
         expected = {other for other, b in buffers.items() if other != name and np.may_share_memory(buf, b)}
         assert set(overlaps.get(name, ())) == expected, name

@@ -10,6 +10,6 @@
 """
 
 from .executor import FastExecutor, evaluate
-from .plan import BufferPool
+from .plan import BufferPool, PlanSummary, explain
 
-__all__ = ["FastExecutor", "evaluate", "BufferPool"]
+__all__ = ["FastExecutor", "evaluate", "explain", "PlanSummary", "BufferPool"]

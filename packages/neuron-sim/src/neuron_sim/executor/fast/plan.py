@@ -26,6 +26,8 @@ Every other op runs its definition, or its host-speed form of the same bits (``o
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -147,6 +149,18 @@ def _splat_scalar(value: np.ndarray):
     return first.reshape(())
 
 
+@dataclass(frozen=True)
+class PlanSummary:
+    """What a plan does with its graph (``explain``): why a graph runs as it does."""
+
+    steps: tuple[str, ...]  # the op of each step, in order; a run evaluated in halves is "split[op,op,...]"
+    folded_ops: int  # ops of constants alone, evaluated once when the plan was made
+    kept_constant_bytes: int  # memory the plan holds for materialized results of constants
+    scalar_constants: int  # uniform constants fed to their consumers as broadcast scalars
+    in_place: Mapping[str, frozenset[str]]  # output -> the inputs whose buffer it may be computed into
+    written_through: Mapping[str, tuple[int, ...]]  # output -> the shape of the value computed straight into it
+
+
 class Plan:
     def __init__(self, graph: Graph):
         self.node_count = len(graph.nodes)
@@ -188,6 +202,7 @@ class Plan:
                 if scalar is not None and readers.get(value.id) and readers[value.id] <= _SPLAT_OK:
                     splats[value.id] = np.broadcast_to(scalar, array.shape)
         self.splats = splats
+        self.folded_ops = len(folded)
         self.steps = []
         # An output that is a reshape of a value no output takes as-is (a saved activation, seen
         # by the backward in another shape): that value is computed into the output's buffer,
@@ -220,6 +235,13 @@ class Plan:
         self._direct_keys = [key for step in self.steps for key in _direct_keys_of(step)]
         self._outputs_by_name = {o[1]: o for o in self.outputs}
         self._overwritable = _overwritable_inputs(graph, nodes, last_use, self.steps)
+
+    def summary(self) -> PlanSummary:
+        steps = tuple(f"split[{','.join(s[8].op for s in step[1].steps)}]" if step[0] == "split" else step[8].op
+                      for step in self.steps)
+        kept = sum(a.nbytes for a in self.constants.values() if 0 not in a.strides)
+        return PlanSummary(steps, self.folded_ops, kept, len(self.splats), dict(self._overwritable),
+                           {name: shape for name, (_, shape) in self._through.items()})
 
     def _step(self, node, dead, direct):
         op = node.op
@@ -277,7 +299,7 @@ class Plan:
         # A few buffers: compare each pair's byte extents (may_share_memory; reading each address
         # through __array_interface__ cost ~1 us per buffer and launch). Many (an optimizer graph's
         # hundreds): sort the extents once instead of comparing every pair.
-        overlaps = _overlapping(buffers) if len(keys) * len(buffers) > _PAIRWISE_MAX else None
+        overlaps = overlapping(buffers) if len(keys) * len(buffers) > _PAIRWISE_MAX else None
         for key in keys:
             name, shape = (key, None) if isinstance(key, str) else key
             buf = buffers[name]
@@ -380,7 +402,7 @@ def _overwritable_inputs(graph: Graph, nodes, last_use: list[int], steps) -> dic
     return result
 
 
-def _overlapping(buffers: dict[str, np.ndarray]) -> dict[str, list[str]]:
+def overlapping(buffers: dict[str, np.ndarray]) -> dict[str, list[str]]:
     """For each (flat, contiguous) buffer, the other buffers whose bytes overlap its own."""
     spans = []
     for name, buf in buffers.items():
@@ -413,6 +435,11 @@ def _direct_keys_of(step) -> list:
     if step[0] == "split":
         return [direct for _dtype, direct in step[1].escaping.values() if direct is not None]
     return [step[7]] if step[7] is not None else []
+
+
+def explain(graph: Graph) -> PlanSummary:
+    """What the fast executor's plan for ``graph`` does (see ``PlanSummary``)."""
+    return plan_of(graph).summary()
 
 
 def plan_of(graph: Graph) -> Plan:
