@@ -31,6 +31,15 @@ def fail_into(q, h, out_block, context="aten::bad"):
     return q.launch(h.failing_program(), {"x": np.ones((128, 64), np.float32), "y": out_block}, context=context)
 
 
+def invalid_tensor(dev, h):
+    """A device tensor a failed launch should have written, after its error was raised."""
+    y, _ = tensor(dev)
+    fail_into(dev.default_queue, h, y)
+    with pytest.raises(ExecutionError):
+        dev.default_queue.synchronize()
+    return y
+
+
 def copy(q, h, src, dst, name="copy"):
     return q.launch(h.copy_program(internal=False, name=name), {"x": src, "y": dst})
 
@@ -68,11 +77,8 @@ def test_later_tasks_skipped_after_the_failure_leave_their_outputs_invalid_too(d
 
 def test_a_launch_reading_invalid_memory_after_the_error_was_raised_is_skipped_with_the_original_error(dev, h):
     q = dev.default_queue
-    y, _ = tensor(dev)
+    y = invalid_tensor(dev, h)  # its error raised and cleared: the queue runs again
     out, out_view = tensor(dev, fill=-1.0)
-    fail_into(q, h, y)
-    with pytest.raises(ExecutionError):
-        q.synchronize()  # raised and cleared: the queue runs again
     sub = copy(q, h, y, out, name="reads_y")
     with pytest.raises(ExecutionError) as info:
         q.synchronize()
@@ -104,10 +110,7 @@ def test_propagation_crosses_queues_through_events(runtime, h):
 
 def test_a_whole_write_makes_memory_valid_again_and_a_partial_one_only_that_part(dev, h):
     q = dev.default_queue
-    y, y_view = tensor(dev)
-    fail_into(q, h, y)
-    with pytest.raises(ExecutionError):
-        q.synchronize()
+    y = invalid_tensor(dev, h)
     half = y.array[: NBYTES // 2]
     q.submit(lambda: half.fill(0), writes=[half], name="zero_first_half")
     q.synchronize()
@@ -125,11 +128,7 @@ def test_a_whole_write_makes_memory_valid_again_and_a_partial_one_only_that_part
 
 
 def test_freeing_forgets_invalid_memory(dev, h):
-    q = dev.default_queue
-    y, _ = tensor(dev)
-    fail_into(q, h, y)
-    with pytest.raises(ExecutionError):
-        q.synchronize()
+    y = invalid_tensor(dev, h)
     assert dev.hbm.invalid.ranges(y.address) == [(y.address, y.address + NBYTES)]
     dev.free(y)
     assert dev.hbm.invalid.ranges(y.address) == []
@@ -139,11 +138,8 @@ def test_freeing_forgets_invalid_memory(dev, h):
 
 def test_host_tasks_that_declare_their_memory_take_part(dev, h):
     q = dev.default_queue
-    y, _ = tensor(dev)
+    y = invalid_tensor(dev, h)
     dst, dst_view = tensor(dev, fill=3.0)
-    fail_into(q, h, y)
-    with pytest.raises(ExecutionError):
-        q.synchronize()
     ran = []
     src_view = y.view(np.float32, (128, 64))[10:20]  # a numpy view of a slice: found back to its allocation
 

@@ -145,6 +145,8 @@ class Queue:
         the iterations it actually ran."""
         not_before_ns = _not_before(not_before_ns)
         self.synchronize()
+        task.launch_id = self._new_launch_id()  # its errors are raised now: name the launch
+        task.execute = self._run_launch
         failure = self._run_work(task)
         if failure is not None:
             raise failure.to_exception() from failure.error
@@ -349,7 +351,8 @@ class Queue:
                 self._seq += 1
                 task.start_ns, task.end_ns = start, end
                 if task.role == WORK:
-                    task.launch_id = self._new_launch_id()
+                    if not task.launch_id:
+                        task.launch_id = self._new_launch_id()
                 elif task.role == MARKER:
                     task.marker = Marker(self, task.seq, end)
                 if not blocking and inline_ok and not self._pending and self._run_lock.acquire(blocking=False):
