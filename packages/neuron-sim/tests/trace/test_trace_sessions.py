@@ -115,13 +115,15 @@ def test_a_framework_publishes_op_records_tied_to_its_launches(runtime, sink, ma
         assert q.tracing
         start = time.perf_counter_ns()
         sub = q.launch(matmul, matmul_buffers(), name="aten::mm")
-        op = q.publish_op("aten::mm", launch_id=sub.launch_id, host_start_ns=start, context="aten::mm [256, 256] x [256, 512]")
-        view = q.publish_op("aten::view", launch_id=None, host_start_ns=time.perf_counter_ns(), framework="torch")
+        op = q.publish_op("aten::mm", launch_id=sub.launch_id, host_start_ns=start, context="aten::mm [256, 256] x [256, 512]",
+                          stream_id=7)
+        view = q.publish_op("aten::view", launch_id=None, host_start_ns=time.perf_counter_ns(), framework="jax")
         q.synchronize()
     ops = [r for r in session.records if isinstance(r, OpRecord)]
     launches = [r for r in session.records if isinstance(r, LaunchRecord)]
     assert ops == [op, view]
     assert (op.kind, op.device, op.queue, op.pid, op.anchor) == (RecordKind.OP, 2, "stream7", os.getpid(), runtime.anchor)
+    assert (op.framework, op.stream_id, view.framework, view.stream_id) == ("torch", 7, "jax", None)
     assert op.host_end_ns >= op.host_start_ns == start and view.launch_id is None
     (launch,) = launches
     assert launch.launch_id == op.launch_id and launch.name == op.name  # what a profiler joins on

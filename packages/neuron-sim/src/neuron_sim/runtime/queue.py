@@ -264,16 +264,19 @@ class Queue:
         return self.device.trace.enabled
 
     def publish_op(self, name: str, *, launch_id: int | None, host_start_ns: int, host_end_ns: int | None = None,
-                   context: str | None = None, framework: str = "torch") -> OpRecord | None:
+                   context: str | None = None, framework: str = "torch", stream_id: int | None = None) -> OpRecord | None:
         """Publish a framework's record of one op that ran on this queue (``launch_id``: the
         launch it produced, None if none) to the active trace sessions; returns it (None when no
-        one listens). Host times are ``time.perf_counter_ns()`` readings (end: now, if omitted)."""
+        one listens). Host times are ``time.perf_counter_ns()`` readings (end: now, if omitted);
+        ``stream_id`` is the framework's id of the stream this queue serves. Call it on the thread
+        that issued the op (a profiler correlates the record with that thread's state)."""
         trace = self.device.trace
         if not trace.enabled:
             return None
         device = self.device
         record = OpRecord(name, launch_id, device.index, self.name, context, host_start_ns,
-                          time.perf_counter_ns() if host_end_ns is None else host_end_ns, device.pid, device.anchor, framework)
+                          time.perf_counter_ns() if host_end_ns is None else host_end_ns, device.pid, device.anchor, framework,
+                          stream_id)
         trace.publish(record)
         return record
 

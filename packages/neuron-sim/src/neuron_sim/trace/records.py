@@ -160,7 +160,8 @@ class OpRecord:
     host_end_ns: int
     pid: int
     anchor: ClockAnchor
-    framework: str = "torch"
+    framework: str = "torch"  # which framework published it
+    stream_id: int | None = None  # the framework's stream id on the device (None: the framework has no stream ids)
     kind: RecordKind = RecordKind.OP
 
     @property
