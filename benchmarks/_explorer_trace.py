@@ -33,7 +33,7 @@ def synthetic_session(out_dir, instructions: int = 1_000_000) -> tuple[object, i
             launch += 1
             now = time.perf_counter_ns()
             sink.publish(LaunchRecord(launch, 0, "default", f"op{launch % 3}", "neff", clock, clock + timing.total_ns, now, now,
-                                      timing=timing, program=program, executor="fast", core_id=0))
+                                      timings=(timing,), programs=(program,), executor="fast", core_id=0))
             clock += timing.total_ns
             rows += len(timing.instructions)
     return recorder.session_dir, rows, time.perf_counter() - start
