@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from neuron_sim import ConfigurationError, get_architecture
+from neuron_sim import ConfigurationError, OutOfMemoryError, get_architecture
 from neuron_sim.runtime import Runtime, RuntimeConfig
 
 TRN2 = get_architecture("trn2")
@@ -30,6 +30,23 @@ def test_lnc2_halves_cores_and_pools_hbm():
     rt = Runtime(c)
     assert rt.device_count == 4
     assert rt.device(3).hbm.capacity == 2 * TRN2.hbm_bytes_per_core
+
+
+def test_hbm_bytes_sets_every_devices_hbm():
+    c = config(NEURON_SIM_HBM_BYTES="67108864", NEURON_LOGICAL_NC_CONFIG="2")
+    assert c.hbm_bytes_per_core == 64 << 20  # the size asked for, not LNC x the architecture's
+    rt = Runtime(c)
+    assert [rt.device(i).hbm.capacity for i in range(rt.device_count)] == [64 << 20] * 4
+    block = rt.device(0).allocate(48 << 20, "block")
+    with pytest.raises(OutOfMemoryError, match="HBM of neuron:0"):
+        rt.device(0).allocate(32 << 20, "more")
+    rt.device(0).free(block)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "64M", "1e6"])
+def test_invalid_hbm_bytes(value):
+    with pytest.raises(ConfigurationError, match=rf"NEURON_SIM_HBM_BYTES={value!r} must be an integer >= 1"):
+        config(NEURON_SIM_HBM_BYTES=value)
 
 
 @pytest.mark.parametrize(

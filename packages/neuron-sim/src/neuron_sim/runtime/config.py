@@ -15,6 +15,8 @@
   kernel) always runs ``exact``. Timing comes from the ISA program in both modes.
 * ``NEURON_SIM_NUM_CHIPS`` (simulator only, default 1): chips in the simulated instance, to
   give ``NEURON_RT_VISIBLE_CORES`` the index range of a multi-chip instance (a trn2.48xlarge has 16).
+* ``NEURON_SIM_HBM_BYTES`` (simulator only): each logical core's HBM size in bytes instead of the
+  architecture's (tests of out-of-memory paths: a small HBM fills without taking host memory).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ NUM_CORES_ENV = "NEURON_RT_NUM_CORES"
 LAUNCH_BLOCKING_ENV = "NEURON_LAUNCH_BLOCKING"
 SIM_MODE_ENV = "NEURON_SIM_MODE"
 NUM_CHIPS_ENV = "NEURON_SIM_NUM_CHIPS"
+HBM_BYTES_ENV = "NEURON_SIM_HBM_BYTES"
 
 DEFAULT_LNC = 1
 DEFAULT_SIM_MODE = "fast"
@@ -50,7 +53,7 @@ class RuntimeConfig:
     launch_blocking: bool = False
     sim_mode: str = DEFAULT_SIM_MODE
     num_chips: int = 1
-    hbm_capacity: int | None = None  # overrides the per-core HBM size (tests of out-of-memory paths)
+    hbm_capacity: int | None = None  # overrides the per-core HBM size (NEURON_SIM_HBM_BYTES)
     lnc_configured: bool = False  # NEURON_LOGICAL_NC_CONFIG was set (not the simulator's default)
 
     @property
@@ -93,6 +96,7 @@ class RuntimeConfig:
             launch_blocking=_parse_bool(env, LAUNCH_BLOCKING_ENV),
             sim_mode=_parse_mode(env),
             num_chips=num_chips,
+            hbm_capacity=_parse_int(env, HBM_BYTES_ENV, default=None, minimum=1),
             lnc_configured=_get(env, LNC_ENV) is not None,
         )
 
@@ -119,7 +123,7 @@ def _parse_lnc(env, arch: Architecture) -> int:
     return lnc
 
 
-def _parse_int(env, name: str, default: int, minimum: int) -> int:
+def _parse_int(env, name: str, default: int | None, minimum: int) -> int | None:
     raw = _get(env, name)
     if raw is None:
         return default
