@@ -78,3 +78,29 @@ def test_many_short_lived_queues_do_not_accumulate(runtime):
         q.release()
     dev.synchronize()
     assert len(dev.queues) == before
+
+
+def test_a_queue_recreated_for_a_released_stream_starts_at_the_devices_current_time(runtime):
+    dev = runtime.device(0)
+    q = dev.new_queue("stream5")
+    gate = threading.Event()
+    q.submit(lambda: gate.wait(30), device_time_ns=700.0)
+    dev.default_queue.submit(lambda: None, device_time_ns=1200.0, occupies_core=True)
+    q.release()  # still busy: it stays until its work is done, but its name is free
+    again = dev.new_queue("stream5", start_ns=dev.sim_time_ns)
+    sub = again.submit(lambda: None, device_time_ns=10.0)
+    assert (sub.start_ns, sub.end_ns) == (1200.0, 1210.0)  # after all the device's earlier work, not at 0
+    assert [x.name for x in dev.queues].count("stream5") == 2
+    gate.set()
+    dev.synchronize()
+    assert q not in dev.queues and again in dev.queues
+    fresh = dev.new_queue("stream6")  # a new stream overlaps earlier work, as one that existed all along
+    assert fresh.submit(lambda: None, device_time_ns=10.0).start_ns == 0.0
+    dev.synchronize()
+
+
+@pytest.mark.parametrize("start_ns", [-1.0, float("nan"), float("inf"), "0", True])
+def test_a_queue_start_time_must_be_a_simulated_time(runtime, start_ns):
+    with pytest.raises(ValueError, match=r"start_ns must be a finite simulated time >= 0 \(ns\)"):
+        runtime.device(0).new_queue("bad", start_ns=start_ns)
+    assert [q.name for q in runtime.device(0).queues] == ["default"]

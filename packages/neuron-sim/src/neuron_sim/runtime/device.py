@@ -18,7 +18,7 @@ from ..trace.records import ClockAnchor
 from ..trace.sink import TraceSink, global_sink
 from .core import Core
 from .fork import ProcessGuard
-from .queue import Queue, synchronize_all
+from .queue import Queue, not_before, synchronize_all
 from .timeline import Timeline
 
 
@@ -71,16 +71,22 @@ class Device:
         return self.hbm.stats.num_allocs > 0 or any(q.submitted for q in self.queues)
 
     # --- queues ----------------------------------------------------------------------------
-    def new_queue(self, name: str | None = None) -> Queue:
-        """A new queue on this device. It lives until ``queue.release()`` (a collected stream)."""
+    def new_queue(self, name: str | None = None, *, start_ns: float = 0.0) -> Queue:
+        """A new queue on this device. It lives until ``queue.release()`` (a collected stream).
+
+        Its first task starts no earlier than simulated time ``start_ns``. A framework re-creating
+        the queue of a stream it released passes ``device.sim_time_ns``, so the stream's work does
+        not go back in time; a queue made at 0 overlaps the device's earlier work as a stream
+        that existed all along would."""
         self.guard.check()
+        start_ns = not_before(start_ns, "start_ns")
         with self._queues_lock:
-            taken = {q.name for q in self._queues}
+            taken = {q.name for q in self._queues if not q.released}  # a released queue's name is free at once
             if name is None:
                 name = next(f"queue{i}" for i in itertools.count(len(self._queues)) if f"queue{i}" not in taken)
             elif name in taken:
                 raise ValueError(f"{self.name} already has a queue named {name!r}")
-            queue = Queue(self, name, on_retired=self._forget_queue)
+            queue = Queue(self, name, on_retired=self._forget_queue, start_ns=start_ns)
             self._queues.append(queue)
         return queue
 

@@ -54,13 +54,13 @@ _running = threading.local()  # .queue: the queue whose task this thread is runn
 class Queue:
     """Made by ``Device.new_queue``; ``device`` is the Device it belongs to."""
 
-    def __init__(self, device, name: str, on_retired: Callable[[Queue], None] | None = None):
+    def __init__(self, device, name: str, on_retired: Callable[[Queue], None] | None = None, start_ns: float = 0.0):
         self.device = device
         self.name = name
         self._on_retired = on_retired  # told once a released queue is idle (the device forgets it)
         self._released = False
         self._retired = False
-        self._lane = device.timeline.lane(name)
+        self._lane = device.timeline.lane(name, start_ns)
         self._new_launch_id = device.new_launch_id
         self._lock = threading.Lock()
         self._has_work = threading.Condition(self._lock)
@@ -132,7 +132,7 @@ class Queue:
             device_ns = max(t.total_ns for t in task.timings)  # the physical cores run at once
             small = False
         task.execute = self._run_launch
-        return self._submit(task, device_ns, True, _not_before(not_before_ns) if not_before_ns else 0.0, small)
+        return self._submit(task, device_ns, True, not_before(not_before_ns) if not_before_ns else 0.0, small)
 
     def _run_launch(self, task: Task) -> None:
         task.executor = task.spec.mode
@@ -143,7 +143,7 @@ class Queue:
         the timeline places every launch when it is submitted: such a launch runs right away
         (after the work already queued), then takes its place on the timeline with the timing of
         the iterations it actually ran."""
-        not_before_ns = _not_before(not_before_ns)
+        not_before_ns = not_before(not_before_ns)
         self.synchronize()
         task.launch_id = self._new_launch_id()  # its errors are raised now: name the launch
         task.execute = self._run_launch
@@ -189,7 +189,7 @@ class Queue:
             task.reads = task_memory.check_declared(reads, "reads")
         if writes:
             task.writes = task_memory.check_declared(writes, "writes")
-        return self._submit(task, float(device_time_ns), occupies_core, _not_before(not_before_ns) if not_before_ns else 0.0)
+        return self._submit(task, float(device_time_ns), occupies_core, not_before(not_before_ns) if not_before_ns else 0.0)
 
     def record_event(self, event: Event | None = None) -> Event:
         """Record ``event`` (a new timing Event if None) at this point of the queue and return it."""
@@ -226,7 +226,8 @@ class Queue:
         """Release this queue (a stream that was collected): nothing more can be submitted to it,
         and once the work already on it has finished it is removed from its device (a kept
         error then surfaces at the device's next synchronize). Events recorded on it still work.
-        Releasing twice is harmless; the default queue cannot be released."""
+        Its name is free at once (a re-created stream's queue may take it while this one
+        finishes). Releasing twice is harmless; the default queue cannot be released."""
         if self is self.device.default_queue:
             raise RuntimeUsageError(f"{self!r} is its device's default queue and cannot be released")
         with self._lock:
@@ -545,9 +546,10 @@ def _bind_shared(programs: tuple, buffers: Mapping, device) -> dict:
     return bound
 
 
-def _not_before(value: float) -> float:
+def not_before(value: float, what: str = "not_before_ns") -> float:
+    """``value`` checked as a simulated time (ns) to start no earlier than."""
     if not (isinstance(value, (int, float)) and not isinstance(value, bool)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"not_before_ns must be a finite simulated time >= 0 (ns), got {value!r}")
+        raise ValueError(f"{what} must be a finite simulated time >= 0 (ns), got {value!r}")
     return float(value)
 
 

@@ -21,9 +21,9 @@ class Lane:
 
     __slots__ = ("name", "end_ns")
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, start_ns: float = 0.0):
         self.name = name
-        self.end_ns = 0.0
+        self.end_ns = start_ns
 
     def __repr__(self) -> str:
         return f"<Lane {self.name!r} ends at {self.end_ns:.0f} ns>"
@@ -40,9 +40,9 @@ class Timeline:
     def __repr__(self) -> str:
         return f"<Timeline {self.name}: core free at {self._core_free_ns:.0f} ns, {len(self._lanes)} lane(s)>"
 
-    def lane(self, name: str) -> Lane:
-        """A new lane (a queue's), starting at 0."""
-        lane = Lane(name)
+    def lane(self, name: str, start_ns: float = 0.0) -> Lane:
+        """A new lane (a queue's): its first task starts no earlier than ``start_ns``."""
+        lane = Lane(name, start_ns)
         with self._lock:
             self._lanes.append(lane)
         return lane
