@@ -58,6 +58,8 @@ def test_a_failing_run_time_loop_launch_raises_at_the_launch_and_leaves_its_outp
     out = dev.allocate(4, tag="out")
     with pytest.raises(ExecutionError, match=r"launch 'counted' \(#\d+\) failed") as info:
         dev.launch(counted_loop(), {"n": np.array([[51]], np.int32), "out": out})  # a runaway loop
-    assert info.value.launch_id > 0
+    assert f"'counted' (#{info.value.launch_id}) failed" in str(info.value) and info.value.launch_name == "counted"
+    later = dev.launch(counted_loop("later"), {"n": np.array([[2]], np.int32), "out": np.zeros((1, 1), np.float32)})
+    assert later.launch_id == info.value.launch_id + 1  # the failed launch took its id in submission order
     with pytest.raises(InvalidMemoryError):
         dev.check_valid(out.address, 4)
