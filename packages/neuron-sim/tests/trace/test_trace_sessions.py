@@ -110,23 +110,28 @@ def test_records_carry_the_process_and_the_clock_anchor(runtime, sink, matmul, m
 def test_a_framework_publishes_op_records_tied_to_its_launches(runtime, sink, matmul, matmul_buffers):
     q = runtime.device(2).new_queue("stream7")
     assert not q.tracing
-    assert q.publish_op("aten::mm", launch_id=1, host_start_ns=time.perf_counter_ns()) is None  # no session: nothing built
+    sub = q.launch(matmul, matmul_buffers(), name="aten::mm")
+    assert q.publish_op("aten::mm", sub, host_start_ns=time.perf_counter_ns()) is None  # no session: nothing built
     with TraceSession(sink=sink, devices=[2]) as session:
         assert q.tracing
         start = time.perf_counter_ns()
         sub = q.launch(matmul, matmul_buffers(), name="aten::mm")
-        op = q.publish_op("aten::mm", launch_id=sub.launch_id, host_start_ns=start, context="aten::mm [256, 256] x [256, 512]",
-                          stream_id=7)
-        view = q.publish_op("aten::view", launch_id=None, host_start_ns=time.perf_counter_ns(), framework="jax")
+        op = q.publish_op("aten::mm", sub, host_start_ns=start, context="aten::mm [256, 256] x [256, 512]", stream_id=7)
+        copy = q.submit(lambda: None, device_time_ns=300.0, kind="copy", name="copy_d2h")
+        read = q.publish_op("aten::_to_copy", copy, host_start_ns=time.perf_counter_ns(), framework="copy", stream_id=7)
+        view = q.publish_op("aten::view", None, host_start_ns=time.perf_counter_ns(), framework="jax")
         q.synchronize()
     ops = [r for r in session.records if isinstance(r, OpRecord)]
-    launches = [r for r in session.records if isinstance(r, LaunchRecord)]
-    assert ops == [op, view]
+    launches = {r.launch_id: r for r in session.records if isinstance(r, LaunchRecord)}
+    assert ops == [op, read, view]  # published on this thread, when the work was submitted
     assert (op.kind, op.device, op.queue, op.pid, op.anchor) == (RecordKind.OP, 2, "stream7", os.getpid(), runtime.anchor)
-    assert (op.framework, op.stream_id, view.framework, view.stream_id) == ("torch", 7, "jax", None)
-    assert op.host_end_ns >= op.host_start_ns == start and view.launch_id is None
-    (launch,) = launches
-    assert launch.launch_id == op.launch_id and launch.name == op.name  # what a profiler joins on
+    assert (op.framework, op.stream_id, read.framework, view.framework, view.stream_id) == ("torch", 7, "copy", "jax", None)
+    assert op.host_end_ns >= op.host_start_ns == start
+    for record, task_kind in ((op, RecordKind.NEFF), (read, RecordKind.COPY)):
+        launch = launches[record.launch_id]  # what a profiler joins on
+        assert (record.task_kind, record.start_ns, record.end_ns) == (task_kind, launch.start_ns, launch.end_ns)
+    assert read.end_ns - read.start_ns == 300.0 and read.start_ns == op.end_ns
+    assert (view.launch_id, view.task_kind, view.start_ns) == (None, None, None)
 
 
 def test_submit_refuses_unknown_kinds(runtime):

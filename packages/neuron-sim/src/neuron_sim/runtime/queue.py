@@ -264,20 +264,27 @@ class Queue:
         """Whether anyone (a trace session) receives records: check it before building one."""
         return self.device.trace.enabled
 
-    def publish_op(self, name: str, *, launch_id: int | None, host_start_ns: int, host_end_ns: int | None = None,
+    def publish_op(self, name: str, submission: Submission | None, *, host_start_ns: int, host_end_ns: int | None = None,
                    context: str | None = None, framework: str = "torch", stream_id: int | None = None) -> OpRecord | None:
-        """Publish a framework's record of one op that ran on this queue (``launch_id``: the
-        launch it produced, None if none) to the active trace sessions; returns it (None when no
-        one listens). Host times are ``time.perf_counter_ns()`` readings (end: now, if omitted);
+        """Publish a framework's record of one op that ran on this queue to the active trace
+        sessions: ``submission`` is what the op's ``launch``/``submit`` on this queue returned (its
+        launch id, task kind and simulated times go into the record), None if the op launched
+        nothing. Host times are ``time.perf_counter_ns()`` readings (end: now, if omitted);
         ``stream_id`` is the framework's id of the stream this queue serves. Call it on the thread
-        that issued the op (a profiler correlates the record with that thread's state)."""
+        that issued the op (a profiler correlates the record with that thread's state). Returns
+        the record, or None - building nothing - when no session listens (``tracing``)."""
         trace = self.device.trace
         if not trace.enabled:
             return None
         device = self.device
-        record = OpRecord(name, launch_id, device.index, self.name, context, host_start_ns,
-                          time.perf_counter_ns() if host_end_ns is None else host_end_ns, device.pid, device.anchor, framework,
-                          stream_id)
+        host_end_ns = time.perf_counter_ns() if host_end_ns is None else host_end_ns
+        if submission is None:
+            record = OpRecord(name, None, device.index, self.name, context, host_start_ns, host_end_ns, device.pid,
+                              device.anchor, framework, stream_id)
+        else:
+            record = OpRecord(name, submission.launch_id, device.index, self.name, context, host_start_ns, host_end_ns,
+                              device.pid, device.anchor, framework, stream_id, record_kind(submission.kind),
+                              submission.start_ns, submission.end_ns)
         trace.publish(record)
         return record
 

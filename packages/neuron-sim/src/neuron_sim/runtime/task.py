@@ -78,6 +78,11 @@ class Submission:
         return self.end_ns - self.start_ns
 
     @property
+    def kind(self) -> str:
+        """What the task is (a ``RecordKind``: "neff" for launches, submit()'s kind otherwise)."""
+        return self._task.kind if self._task is not None else ""
+
+    @property
     def timing(self):
         """The TimingResult of a one-program launch (None for host tasks and LNC=2 launches)."""
         return self.timings[0] if len(self.timings) == 1 else None

@@ -14,9 +14,10 @@ different processes compare only through the wall clock (``anchor.wall_ns``), an
 simulated timelines (``anchor.time_ns + start_ns``): that is how traces of several processes
 (the ranks of a distributed job) are merged on one timeline.
 
-An ``OpRecord`` is what a framework publishes for one op (``Queue.publish_op``): the op or graph
-name, the launch it produced, where it ran, the framework's own context, and host times - so a
-profiler can tie device launches to the ops that made them.
+An ``OpRecord`` is what a framework publishes for one op (``Queue.publish_op``), on the thread
+that issued it, when the op is submitted: the op or graph name, the launch it produced (id, kind,
+simulated interval), where it ran (device, queue, the framework's stream id), the framework's own
+context, and host times - so a profiler can tie device launches to the ops that made them.
 """
 
 from __future__ import annotations
@@ -160,8 +161,11 @@ class OpRecord:
     host_end_ns: int
     pid: int
     anchor: ClockAnchor
-    framework: str = "torch"  # which framework published it
+    framework: str = "torch"  # which framework (or path of it: eager, torch.compile, ...) published it
     stream_id: int | None = None  # the framework's stream id on the device (None: the framework has no stream ids)
+    task_kind: RecordKind | None = None  # what the op's work is (NEFF, COPY, ...); None if it launched nothing
+    start_ns: float | None = None  # the work's simulated interval on the device timeline (the launch's)
+    end_ns: float | None = None
     kind: RecordKind = RecordKind.OP
 
     @property
