@@ -12,33 +12,8 @@ from dataclasses import dataclass, field
 
 from .. import dtypes
 from ..errors import ValidationError
-
-
-@dataclass(frozen=True)
-class TensorType:
-    shape: tuple[int, ...]
-    dtype: str
-
-    def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
-        object.__setattr__(self, "dtype", dtypes.dtype_name(self.dtype))
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    @property
-    def num_elements(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    def to_list(self) -> list:
-        return [list(self.shape), self.dtype]
-
-    def __str__(self) -> str:
-        return f"{'x'.join(map(str, self.shape)) or 'scalar'}x{self.dtype}"
+from .ops import infer
+from .tensor_type import TensorType
 
 
 @dataclass(eq=False)
@@ -79,8 +54,6 @@ class Graph:
 
     def add(self, op: str, inputs: list[Value], attrs: dict | None = None, location: str | None = None) -> list[Value]:
         """Append ``op`` applied to ``inputs``; output types come from the op's shape rule."""
-        from .ops import infer
-
         attrs = dict(attrs or {})
         types = infer(op, [v.type for v in inputs], attrs)
         outs = [self._value(t) for t in types]

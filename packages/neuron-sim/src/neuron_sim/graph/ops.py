@@ -17,8 +17,8 @@ import numpy as np
 from .. import dtypes
 from ..errors import IndexOutOfBoundsError, ValidationError
 from ..isa import ops as alu
-from .ir import TensorType
 from .matmul import matmul
+from .tensor_type import TensorType
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import NeffFormatError
+from ..isa import Instruction
 from ..program import Program, TensorDecl
 from .atomic import atomic_write_bytes
 from .container import (
@@ -172,8 +173,6 @@ def _program_from_dict(d: dict, source: str) -> Program:
 
 def _failing_instruction(d: dict) -> str:
     """Point at the first instruction that does not decode, if the failure is in one."""
-    from ..isa import Instruction
-
     instructions = d.get("instructions")
     if not isinstance(instructions, list):
         return ""

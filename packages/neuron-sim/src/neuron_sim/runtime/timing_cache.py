@@ -6,6 +6,7 @@ their first launch.
 
 from __future__ import annotations
 
+from ..isa.control import LoopStart
 from ..program import PerProgram
 
 _tables = PerProgram()  # program -> TensorTable
@@ -18,8 +19,6 @@ class TensorTable:
     __slots__ = ("decls", "required", "runtime_trip_counts")
 
     def __init__(self, program):
-        from ..isa.control import LoopStart
-
         self.decls = {t.name: (t.kind, t.nbytes, t.shape, t.dtype) for t in program.tensors}
         self.required = tuple(t.name for t in program.tensors if t.kind != "internal")
         self.runtime_trip_counts = any(isinstance(i, LoopStart) and i.static_trip_count() is None for i in program.instructions)
