@@ -68,6 +68,23 @@ def test_sin_cos_forward_and_backward():
     assert "nki::sin_kernel" not in torch_neuronx.get_fallback_ops()
 
 
+@nki.jit
+def sin_returning_out(in_ptr0, out_ptr):  # the announcement's form: the kernel returns its output parameter
+    nl.store(out_ptr[0:128], value=nl.sin(nl.load(in_ptr0[0:128])))
+    return out_ptr
+
+
+@pytest.mark.parametrize("shape", [(128, 1), (128,), (128, 3)], ids=str)
+def test_a_kernel_returning_its_output_parameter_returns_that_tensor(shape):
+    """``return out_ptr`` gives back the caller's tensor, written by the kernel (issue 14: the
+    announcement's [128, 1] example read an unwritten tensor and returned NaN)."""
+    x = torch.randn(*shape, device="neuron")
+    out = torch.empty_like(x)
+    returned = sin_returning_out(x, out)
+    assert returned is out
+    torch.testing.assert_close(out.cpu(), torch.sin(x.cpu()), rtol=1e-5, atol=1e-6)
+
+
 def test_nki_kernel_is_an_async_launch_timed_by_the_simulator():
     x = torch.randn(128, 32, device="neuron")
     torch.neuron.synchronize()

@@ -94,9 +94,11 @@ def call_kernel(kernel, args, kwargs):
         buffers[name] = _buffer(t_args[i])
     for key, name in compiled.kw_params.items():
         buffers[name] = _buffer(t_kwargs[key])
-    outputs = {}
+    outputs = _returned_arguments(compiled, args, kwargs)
     decls = compiled.tensors
     for name in compiled.returned_names:
+        if name in outputs:
+            continue
         decl = decls[name]
         out = torch.empty(decl.shape, dtype=torch_dtype(dtypes.to_numpy(decl.dtype)), device=device)
         outputs[name] = out
@@ -138,9 +140,18 @@ def _fake_call(kernel, args, kwargs):
     compiled = kernel.compile(args, kwargs)
     device = next(a.device for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor))
     decls = compiled.tensors
-    outputs = {name: torch.empty(decls[name].shape, dtype=torch_dtype(dtypes.to_numpy(decls[name].dtype)), device=device)
-               for name in compiled.returned_names}
+    outputs = _returned_arguments(compiled, args, kwargs)
+    outputs.update({name: torch.empty(decls[name].shape, dtype=torch_dtype(dtypes.to_numpy(decls[name].dtype)), device=device)
+                    for name in compiled.returned_names if name not in outputs})
     return compiled.structure(outputs)
+
+
+def _returned_arguments(compiled, args, kwargs) -> dict:
+    """Returned tensors that are the kernel's own arguments (``return out_ptr``), by name: the
+    caller's tensor itself comes back, holding what the kernel wrote into it."""
+    given = {name: args[i] for i, name in compiled.params.items()}
+    given.update({name: kwargs[key] for key, name in compiled.kw_params.items()})
+    return {name: given[name] for name in compiled.returned_names if name in given}
 
 
 nki.register_array_type(nki.ArrayType("torch", lambda x: isinstance(x, torch.Tensor), describe, call_kernel))

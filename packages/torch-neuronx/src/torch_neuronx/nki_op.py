@@ -14,7 +14,8 @@
 
 The result is a ``torch.library.custom_op``: callable eagerly on neuron tensors, visible to
 torch.compile (its fake implementation runs the function on fake tensors, where kernel calls
-only produce output metadata), and trainable through ``register_autograd``.
+only produce output metadata; a compiled graph is split around the op's call, see
+``dynamo/kernel_calls.py``), and trainable through ``register_autograd``.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from neuronxcc.frontend.fx import sdpa_math
 from . import metrics
 from .decompositions import decompositions
 from .errors import NeuronCompileError, NeuronDynamicShapeError
+from .kernel_calls import GraphWithKernels, has_kernel_calls
 from .runtime import CompiledGraph
 
 FALLBACK_ENV = "TORCH_NEURONX_COMPILE_FALLBACK"
@@ -75,16 +76,21 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | Non
         _warn_fallback(f"graph{graph_id}", gm, err)
         return gm.forward
 
+    def compile_device_graph(aot_gm, aot_inputs, name: str, kind: str):
+        try:
+            return CompiledGraph(aot_gm, aot_inputs, name, kind)
+        except NeuronCompileError as err:
+            if fallback == "error":
+                raise
+            _warn_fallback(name, aot_gm, err)
+            return make_boxed_func(aot_gm.forward)
+
     def compiler(kind: str):
         def compile_graph(aot_gm, aot_inputs):
             name = f"graph{graph_id}_{kind}"
-            try:
-                return CompiledGraph(aot_gm, aot_inputs, name, kind)
-            except NeuronCompileError as err:
-                if fallback == "error":
-                    raise
-                _warn_fallback(name, aot_gm, err)
-                return make_boxed_func(aot_gm.forward)
+            if has_kernel_calls(aot_gm):  # NKI kernel ops: the graph is split around their launches
+                return GraphWithKernels(aot_gm, name, kind, compile_device_graph)
+            return compile_device_graph(aot_gm, aot_inputs, name, kind)
 
         return compile_graph
 
