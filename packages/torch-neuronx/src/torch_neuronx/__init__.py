@@ -58,6 +58,7 @@ from .device.neuron import (  # noqa: E402
 from .device.random import get_rng_state, initial_seed, manual_seed, manual_seed_all, seed, set_rng_state  # noqa: E402
 from .device.streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: E402
 from .dynamo import compile_metrics, pad_to_bucket, reset_compile_metrics  # noqa: E402  (torch.compile backend)
+from .nki_fast_form import fast_form  # noqa: E402
 from .nki_op import nki_op, wrap_nki  # noqa: E402
 from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops, get_fallback_reasons  # noqa: E402
 
@@ -71,7 +72,7 @@ __all__ = [
     "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats", "memory_summary",
     "reset_accumulated_memory_stats", "reset_peak_memory_stats", "clear_op_tracking", "get_executed_ops",
     "get_fallback_ops", "get_fallback_reasons", "get_rng_state", "initial_seed", "manual_seed", "manual_seed_all", "seed", "set_rng_state",
-    "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "nki_op", "wrap_nki", "nki", "set_adaptive_eager",
+    "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "nki_op", "wrap_nki", "fast_form", "nki", "set_adaptive_eager",
 ]
 __all__ += ["compile_metrics", "reset_compile_metrics", "pad_to_bucket", "eager_metrics"]
 

@@ -18,6 +18,7 @@ import torch
 from neuron_sim import dtypes
 from torch._subclasses.fake_tensor import FakeTensor
 
+from . import nki_fast_form
 from .execution import launch_neff, runtime
 from .ops import tracking
 from .ops.host import is_neuron
@@ -62,7 +63,10 @@ def host_array(t: torch.Tensor) -> np.ndarray:
     return t.numpy()
 
 
-def call_kernel(kernel, args, kwargs):
+def call_kernel(kernel, args, kwargs, executor: str | None = None):
+    """Run ``kernel`` on torch tensors. ``executor`` (neuron tensors): None runs its fast form
+    (``nki_fast_form``) under the device's mode when it has one, else its instructions; "exact"
+    runs its instructions, "fast" its fast form."""
     tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
     if any(isinstance(t, FakeTensor) for t in tensors):
         return _fake_call(kernel, args, kwargs)
@@ -105,8 +109,12 @@ def call_kernel(kernel, args, kwargs):
         buffers[name] = _buffer(out)
     shapes = ", ".join(f"{list(a.shape)}" for a in t_args if isinstance(a, torch.Tensor))
     programs = compiled.programs  # an LNC=2 kernel: one launch of both cores' programs, timed as both at once
+    fast = executor != "exact" and nki_fast_form.attach(kernel, compiled, t_args, t_kwargs, torch_dtype)
+    if executor == "fast" and not fast:
+        raise ValueError(f"NKI kernel {kernel.__name__} has no fast form to run (torch_neuronx.fast_form)")
     submission = launch_neff(programs if len(programs) > 1 else programs[0], buffers, device=device, name=kernel.__name__,
-                             context=f"NKI kernel {kernel.__name__}({shapes}) on {device}", framework="nki", executor="exact")
+                             context=f"NKI kernel {kernel.__name__}({shapes}) on {device}", framework="nki",
+                             executor=executor if fast else "exact")
     kernel.record(last_timing=list(submission.timings), last_device_time_ns=submission.device_time_ns)
     tracking.record(f"nki::{kernel.__name__}", fallback=False)
     for original, dense in write_back:
