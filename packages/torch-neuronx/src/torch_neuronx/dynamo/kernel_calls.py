@@ -92,14 +92,10 @@ class GraphWithKernels:
         self.name, self.kind = name, kind
         segment = _segments(gm)
         self.split = split_module(gm, None, lambda node: segment[node], keep_original_order=True, tuple_return=True)
-        self.kernels: list[str] = []  # the kernel ops called, in graph order
         self.segments: list = []  # the compiled ATen segments, in graph order
         for child_name, child in list(self.split.named_children()):
-            ops = [kernel_op(n) for n in child.graph.nodes]
-            kernels = [op for op in ops if op is not None]
-            if kernels:
-                self.kernels.extend(str(op._name) for op in kernels)
-                continue
+            if any(kernel_op(n) is not None for n in child.graph.nodes):
+                continue  # a kernel call: runs as itself
             examples = [n.meta["val"] for n in child.graph.nodes if n.op == "placeholder"]
             compiled = compile_segment(child, examples, f"{name}_{len(self.segments)}", kind)
             self.segments.append(compiled)
