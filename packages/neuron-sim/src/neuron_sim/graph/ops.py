@@ -20,24 +20,57 @@ from ..isa import ops as alu
 from .matmul import matmul
 from .tensor_type import TensorType
 
+# Op facts: what compilers, executors and frameworks may assume about an op without knowing it
+# by name. Each op's facts are given once, where it is registered below, and read from here
+# (``has``, ``ops_with``, or the sets after the registry) - never copied into another table.
+FACTS = {
+    "elementwise": "element k of the result is computed from element k of each operand, all of the "
+                   "result's shape (broadcasts are explicit broadcast_in_dim nodes)",
+    "view": "the result re-indexes the operand's elements (no arithmetic): a strided view of it",
+    "leaf": "the result is made from no operand (a constant or an iota)",
+    "moves_data": "every result element is an operand element or a constant, unchanged (views, copies, "
+                  "concatenation, padding, selection, gathers)",
+    "correctly_rounded": "each element's result is the correctly rounded (or exact) fp32 value: an element "
+                         "computed alone has the bits it has inside a whole array",
+    "indexed_writes": "the result's elements are written where an index operand says (scatters)",
+}
+
 
 @dataclass(frozen=True)
 class OpSpec:
     infer: Callable[[list[TensorType], dict], list[TensorType]]
     evaluate: Callable[[list[np.ndarray], dict, list[TensorType]], list[np.ndarray]]
     arity: int | None  # None: variadic
+    facts: frozenset[str] = frozenset()  # keys of FACTS
 
 
 OPS: dict[str, OpSpec] = {}
 
 
-def _op(name: str, arity: int | None):
+def _op(name: str, arity: int | None, *facts: str):
+    unknown = set(facts) - set(FACTS)
+    if unknown:
+        raise ValueError(f"graph op {name!r}: unknown op facts {sorted(unknown)}; the facts are {sorted(FACTS)}")
+
     def register(pair):
         infer, evaluate = pair
-        OPS[name] = OpSpec(infer, evaluate, arity)
+        OPS[name] = OpSpec(infer, evaluate, arity, frozenset(facts))
         return pair
 
     return register
+
+
+def has(op: str, fact: str) -> bool:
+    """Whether graph op ``op`` has ``fact`` (a key of FACTS); False for an unknown op."""
+    spec = OPS.get(op)
+    return spec is not None and fact in spec.facts
+
+
+def ops_with(fact: str) -> frozenset[str]:
+    """The registered graph ops that have ``fact``."""
+    if fact not in FACTS:
+        raise ValueError(f"unknown op fact {fact!r}; the facts are {sorted(FACTS)}")
+    return frozenset(name for name, spec in OPS.items() if fact in spec.facts)
 
 
 def infer(op: str, types: list[TensorType], attrs: dict) -> list[TensorType]:
@@ -84,15 +117,15 @@ COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equa
 
 # Correctly rounded (or exact) functions: one element computed alone has the bits it has inside
 # a whole array, whichever numpy loop computes it.
-_EXACTLY_ROUNDED = frozenset({"abs", "negate", "sqrt", "rsqrt", "reciprocal", "floor", "ceil", "round", "trunc", "sign",
-                              "square", "copy", "relu"})
+CORRECTLY_ROUNDED_UNARY = frozenset({"abs", "negate", "sqrt", "rsqrt", "reciprocal", "floor", "ceil", "round", "trunc",
+                                     "sign", "square", "copy", "relu"})
 
 
 def unary_evaluator(name, fn=None):
     """The evaluate function of unary op ``name``, computing with ``fn`` (default ``UNARY[name]``;
     an executor may pass a host-speed form of the same function, elementwise with the same bits)."""
     fn = UNARY[name] if fn is None else fn
-    once = name in _EXACTLY_ROUNDED
+    once = name in CORRECTLY_ROUNDED_UNARY
 
     def evaluate(arrays, attrs, out_types):
         a = arrays[0]
@@ -107,7 +140,8 @@ def unary_evaluator(name, fn=None):
 
 
 for _name in UNARY:
-    _op(_name, 1)((_same, unary_evaluator(_name)))
+    _op(_name, 1, "elementwise", *(("correctly_rounded",) if _name in CORRECTLY_ROUNDED_UNARY else ()),
+        *(("moves_data",) if _name == "copy" else ()))((_same, unary_evaluator(_name)))
 
 
 def _check_same_shapes(op, types):
@@ -138,9 +172,9 @@ def _binary_eval(fn, bitwise=False):
 
 
 for _name, _fn in BINARY.items():
-    _op(_name, 2)((_binary_infer(_name), _binary_eval(_fn)))
+    _op(_name, 2, "elementwise")((_binary_infer(_name), _binary_eval(_fn)))
 for _name, _fn in BITWISE.items():
-    _op(_name, 2)((_binary_infer(_name), _binary_eval(_fn, bitwise=True)))
+    _op(_name, 2, "elementwise")((_binary_infer(_name), _binary_eval(_fn, bitwise=True)))
 
 
 def _not_eval(arrays, attrs, out_types):
@@ -150,7 +184,7 @@ def _not_eval(arrays, attrs, out_types):
     return [np.invert(a)]
 
 
-_op("not", 1)((_same, _not_eval))
+_op("not", 1, "elementwise")((_same, _not_eval))
 
 
 def _compare_infer(types, attrs):
@@ -176,7 +210,7 @@ def _compare_eval(arrays, attrs, out_types):
         return [compare(f32(a), f32(b))]
 
 
-_op("compare", 2)((_compare_infer, _compare_eval))
+_op("compare", 2, "elementwise")((_compare_infer, _compare_eval))
 
 
 def _select_infer(types, attrs):
@@ -195,7 +229,7 @@ def _select_eval(arrays, attrs, out_types):
     return [np.where(pred, a, b).astype(dtype, copy=False)]
 
 
-_op("select", 3)((_select_infer, _select_eval))
+_op("select", 3, "elementwise", "moves_data")((_select_infer, _select_eval))
 
 
 def _convert_infer(types, attrs):
@@ -210,7 +244,7 @@ def _convert_eval(arrays, attrs, out_types):
     return [dtypes.convert(f32(a), target)]
 
 
-_op("convert", 1)((_convert_infer, _convert_eval))
+_op("convert", 1, "elementwise")((_convert_infer, _convert_eval))
 
 
 # --- shapes and data movement --------------------------------------------------------------------
@@ -234,7 +268,7 @@ def _broadcast_eval(arrays, attrs, out_types):
     return [np.broadcast_to(src.transpose(order).reshape(expanded), shape)]
 
 
-_op("broadcast_in_dim", 1)((_broadcast_infer, _broadcast_eval))
+_op("broadcast_in_dim", 1, "view", "moves_data")((_broadcast_infer, _broadcast_eval))
 
 
 def _reshape_infer(types, attrs):
@@ -244,7 +278,7 @@ def _reshape_infer(types, attrs):
     return [TensorType(shape, types[0].dtype)]
 
 
-_op("reshape", 1)((_reshape_infer, lambda arrays, attrs, out: [arrays[0].reshape(tuple(attrs["shape"]))]))
+_op("reshape", 1, "view", "moves_data")((_reshape_infer, lambda arrays, attrs, out: [arrays[0].reshape(tuple(attrs["shape"]))]))
 
 
 def _transpose_infer(types, attrs):
@@ -254,7 +288,7 @@ def _transpose_infer(types, attrs):
     return [TensorType(tuple(types[0].shape[p] for p in perm), types[0].dtype)]
 
 
-_op("transpose", 1)((_transpose_infer, lambda arrays, attrs, out: [arrays[0].transpose(tuple(attrs["perm"]))]))
+_op("transpose", 1, "view", "moves_data")((_transpose_infer, lambda arrays, attrs, out: [arrays[0].transpose(tuple(attrs["perm"]))]))
 
 
 def _as_strided_infer(types, attrs):
@@ -279,7 +313,7 @@ def _as_strided_eval(arrays, attrs, out_types):
                                             writeable=False)]
 
 
-_op("as_strided", 1)((_as_strided_infer, _as_strided_eval))
+_op("as_strided", 1, "view", "moves_data")((_as_strided_infer, _as_strided_eval))
 
 
 def _slice_infer(types, attrs):
@@ -297,7 +331,7 @@ def _slice_eval(arrays, attrs, out_types):
     return [arrays[0][tuple(slice(s, e, st) for s, e, st in zip(attrs["start"], attrs["limit"], stride))]]
 
 
-_op("slice", 1)((_slice_infer, _slice_eval))
+_op("slice", 1, "view", "moves_data")((_slice_infer, _slice_eval))
 
 
 def _concat_infer(types, attrs):
@@ -310,7 +344,7 @@ def _concat_infer(types, attrs):
     return [TensorType(tuple(base), types[0].dtype)]
 
 
-_op("concatenate", None)((_concat_infer, lambda arrays, attrs, out: [np.concatenate(arrays, axis=attrs["dim"])]))
+_op("concatenate", None, "moves_data")((_concat_infer, lambda arrays, attrs, out: [np.concatenate(arrays, axis=attrs["dim"])]))
 
 
 def _pad_infer(types, attrs):
@@ -322,7 +356,7 @@ def _pad_eval(arrays, attrs, out_types):
     return [np.pad(arrays[0], list(zip(attrs["low"], attrs["high"])), constant_values=attrs.get("value", 0))]
 
 
-_op("pad", 1)((_pad_infer, _pad_eval))
+_op("pad", 1, "moves_data")((_pad_infer, _pad_eval))
 
 
 def _iota_infer(types, attrs):
@@ -335,7 +369,7 @@ def _iota_eval(arrays, attrs, out_types):
     return [dtypes.convert(np.broadcast_to(idx, shape).astype(np.float64), attrs["dtype"])]
 
 
-_op("iota", 0)((_iota_infer, _iota_eval))
+_op("iota", 0, "leaf")((_iota_infer, _iota_eval))
 
 
 def _constant_infer(types, attrs):
@@ -347,7 +381,7 @@ def _constant_eval(arrays, attrs, out_types):
     return [dtypes.convert(np.asarray(attrs["value"]), out_types[0].dtype)]
 
 
-_op("constant", 0)((_constant_infer, _constant_eval))
+_op("constant", 0, "leaf", "moves_data")((_constant_infer, _constant_eval))
 
 
 # --- reductions ------------------------------------------------------------------------------------
@@ -476,7 +510,7 @@ def _gather_eval(arrays, attrs, out_types):
     return [np.take(src, _check_index(idx, src.shape[axis], "gather"), axis=axis)]
 
 
-_op("gather", 2)((_gather_infer, _gather_eval))
+_op("gather", 2, "moves_data")((_gather_infer, _gather_eval))
 
 
 def _take_along_infer(types, attrs):
@@ -492,7 +526,7 @@ def _take_along_eval(arrays, attrs, out_types):
     return [np.take_along_axis(view, idx, axis=axis)]
 
 
-_op("take_along_axis", 2)((_take_along_infer, _take_along_eval))
+_op("take_along_axis", 2, "moves_data")((_take_along_infer, _take_along_eval))
 
 
 def _scatter_infer(types, attrs):
@@ -517,7 +551,7 @@ def _scatter_eval(arrays, attrs, out_types):
     return [dtypes.convert(out, out_types[0].dtype)]
 
 
-_op("scatter", 3)((_scatter_infer, _scatter_eval))
+_op("scatter", 3, "indexed_writes")((_scatter_infer, _scatter_eval))
 
 
 def _index_add_eval(arrays, attrs, out_types):
@@ -530,4 +564,11 @@ def _index_add_eval(arrays, attrs, out_types):
     return [dtypes.convert(np.moveaxis(out, 0, axis), out_types[0].dtype)]
 
 
-_op("index_add", 3)((lambda types, attrs: [types[0]], _index_add_eval))
+_op("index_add", 3, "indexed_writes")((lambda types, attrs: [types[0]], _index_add_eval))
+
+
+# The sets of ops with a fact, for the readers that test membership on every node.
+ELEMENTWISE_OPS = ops_with("elementwise")
+VIEW_OPS = ops_with("view")
+LEAF_OPS = ops_with("leaf")
+DATA_MOVEMENT_OPS = ops_with("moves_data")

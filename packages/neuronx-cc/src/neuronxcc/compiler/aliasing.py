@@ -17,15 +17,14 @@ layouts and which of them share memory.
 from __future__ import annotations
 
 from neuron_sim.graph import Graph
-
-from .lower.elementwise_ops import ELEMENTWISE_OPS
+from neuron_sim.graph.ops import ELEMENTWISE_OPS, LEAF_OPS
 
 ALIASING_KEY = "aliasing"
 ALIASING_VERSION = 1
 
-# Besides the elementwise ops: element k of these is made from element k of same-shaped operands
-# (or from nothing).
-_SAME_INDEX_OPS = frozenset({"constant", "iota", "copy"})
+# Element k of these is made from element k of same-shaped operands (elementwise ops) or from
+# nothing (leaves: constants, iotas).
+_SAME_INDEX_OPS = ELEMENTWISE_OPS | LEAF_OPS
 
 
 def aliasing_facts(graph: Graph) -> dict:
@@ -73,7 +72,7 @@ def _outputs_reached_at_own_index(start, consumers: dict, output_index: dict) ->
             reached.update(output_index[vid])
             continue
         for node in consumers.get(vid, ()):
-            if node.op not in ELEMENTWISE_OPS and node.op not in _SAME_INDEX_OPS:
+            if node.op not in _SAME_INDEX_OPS:
                 return None
             if any(v.type.shape != start.type.shape for v in node.outputs):
                 return None

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 from neuron_sim import Architecture, ProgramBuilder
+from neuron_sim.graph.ops import VIEW_OPS
 
 from .constants import array_view
 from .emitter import Emitter
 from .errors import CompileError, node_error
-from .fusion import VIEW_OPS, Group
+from .fusion import Group
 from .views import View
 
 

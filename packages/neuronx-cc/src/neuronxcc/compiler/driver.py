@@ -9,6 +9,7 @@ import os
 from neuron_sim import Architecture, Program, ProgramBuilder, ValidationError, get_architecture
 from neuron_sim.fingerprint import tree_fingerprint
 from neuron_sim.graph import Graph
+from neuron_sim.graph.ops import LEAF_OPS, VIEW_OPS
 from neuron_sim.neff import Neff
 from neuron_sim.timing import program_timing
 
@@ -17,7 +18,7 @@ from .checks import check_graph
 from .context import LoweringContext
 from .errors import CompileError
 from .fold import fold_constants
-from .fusion import LEAF_OPS, VIEW_OPS, live_nodes, partition
+from .fusion import live_nodes, partition
 from .lower import LOWERINGS, load_all
 from .lower.movement import materialize, materialize_value
 from .sbuf import SpacedAllocator

@@ -9,11 +9,9 @@ materializes large arrays at compile time.
 from __future__ import annotations
 
 import numpy as np
-from neuron_sim.graph.ops import OPS
+from neuron_sim.graph.ops import ELEMENTWISE_OPS, OPS, VIEW_OPS
 
 from .constants import constant_value
-from .fusion import VIEW_OPS
-from .lower.elementwise_ops import ELEMENTWISE_OPS
 
 MAX_FOLDED_ELEMENTS = 4096
 

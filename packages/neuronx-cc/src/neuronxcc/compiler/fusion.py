@@ -43,13 +43,12 @@ import math
 from dataclasses import dataclass, field
 
 from neuron_sim import dtypes
+from neuron_sim.graph.ops import ELEMENTWISE_OPS, LEAF_OPS, VIEW_OPS
 
 from .errors import node_error
-from .lower.elementwise_ops import ELEMENTWISE_OPS, temps_needed
+from .lower.elementwise_ops import temps_needed
 from .views import View, contiguous_strides
 
-VIEW_OPS = frozenset({"broadcast_in_dim", "transpose", "slice", "reshape", "as_strided"})
-LEAF_OPS = frozenset({"constant", "iota"})
 OP_KINDS: dict[str, str] = {
     "argmax": "argreduce", "argmin": "argreduce", "cumsum": "cumsum", "concatenate": "concatenate", "pad": "pad",
     "dot_general": "matmul", "gather": "gather", "take_along_axis": "take_along_axis", "scatter": "scatter",

@@ -23,6 +23,7 @@ from collections import OrderedDict
 
 import torch
 from neuron_sim.graph import Graph, graph_of
+from neuron_sim.graph.ops import ops_with
 from neuron_sim.timing import program_timing
 from neuronxcc.compiler import compile_neff
 
@@ -68,10 +69,11 @@ def enabled() -> bool:
     return _env.get(ENABLE_ENV, "0") not in ("", "0")
 
 
-# Ops whose writes land where their index operands say (row scatters with DMA accumulate): the
-# compiler orders every other access of a fused program around them, so a run holding one was
-# slower than its ops launched one by one (the embedding backward run: 1032 us vs ~250 us).
-_SOLO_OPS = {"scatter", "index_add"}
+# Ops whose writes land where their index operands say (the registry's indexed_writes: row scatters
+# with DMA accumulate): the compiler orders every other access of a fused program around them, so a
+# run holding one was slower than its ops launched one by one (the embedding backward run: 1032 us
+# vs ~250 us).
+_SOLO_OPS = ops_with("indexed_writes")
 
 
 def _max_ops() -> int:

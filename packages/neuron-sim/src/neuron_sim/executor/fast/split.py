@@ -33,9 +33,6 @@ MIN_ELEMENTS = 1 << 19
 MIN_WORK = 1 << 22  # elements x step weights: a ufunc weighs 1, a composite activation (erf) 8
 _COMPOSITE_WEIGHT = 8
 
-# Ops evaluated elementwise over operands of one shape; generic ones among them read only the
-# result dtype from their output types, so they run unchanged on half of each operand.
-_ELEMENTWISE = frozenset({*graph_ops.UNARY, *graph_ops.BINARY, *graph_ops.BITWISE, "not", "compare", "select", "convert"})
 _F32 = "float32"
 
 
@@ -162,7 +159,9 @@ def _member_shape(step) -> tuple | None:
         return None
     if node.op == "broadcast_in_dim":
         return out.shape
-    if node.op not in _ELEMENTWISE or any(v.type.shape != out.shape for v in node.inputs):
+    # Elementwise ops (the registry's fact): generic ones read only the result dtype from their
+    # output types, so they run unchanged on half of each operand.
+    if not graph_ops.has(node.op, "elementwise") or any(v.type.shape != out.shape for v in node.inputs):
         return None
     return out.shape
 

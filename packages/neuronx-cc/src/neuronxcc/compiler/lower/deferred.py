@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from neuron_sim.graph.ops import ELEMENTWISE_OPS
 from neuron_sim.isa import TensorScalar
 
 from ..emitter import Operand
@@ -36,8 +37,6 @@ def deferrable_values(nodes, consumers, stored: set, same_kind=None) -> set:
     """Ids of fp32 values of ``nodes`` that may stay deferred: produced by a deferrable op, not
     stored, read once, directly, by an elementwise node of the group (``same_kind(producer,
     consumer)``: e.g. both per-row in a row-wise group)."""
-    from .elementwise_ops import ELEMENTWISE_OPS
-
     members = {id(n) for n in nodes}
     out = set()
     for n in nodes:

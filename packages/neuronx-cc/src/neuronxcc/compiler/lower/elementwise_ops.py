@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 from neuron_sim import dtypes
-from neuron_sim.graph.ops import BINARY, BITWISE, OPS, UNARY
+from neuron_sim.graph.ops import BITWISE, ELEMENTWISE_OPS, OPS
 from neuron_sim.isa import (
     Activation,
     CopyPredicated,
@@ -63,7 +63,6 @@ TEMPS = {"floor": 4, "ceil": 4, "round": 3, "trunc": 2, "tan": 2, "expm1": 4, "l
 
 # Ops whose lowering folds deferred operands (everything else writes them out first).
 FOLDING_OPS = frozenset(ACTIVATION_FUNCS) | frozenset(BINARY_ALU) | {"negate", "compare"}
-ELEMENTWISE_OPS = frozenset(UNARY) | frozenset(BINARY) | frozenset(BITWISE) | {"not", "compare", "select", "convert"}
 _TWO_23 = float(1 << 23)
 
 

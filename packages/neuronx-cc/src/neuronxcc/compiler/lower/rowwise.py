@@ -22,12 +22,13 @@ import math
 from dataclasses import replace
 
 from neuron_sim import AccessPattern, dtypes
+from neuron_sim.graph.ops import VIEW_OPS
 from neuron_sim.isa import TensorCopy
 from neuron_sim.memory.access_pattern import SBUF
 
 from ..emitter import Operand, onchip_dtype
 from ..errors import CompileError
-from ..fusion import VIEW_OPS, view_chain
+from ..fusion import view_chain
 from ..layout import Form, FreeDim, free_limit, plan_tiles
 from ..sbuf import Scope, broadcast, tile_ap
 from ..views import View
