@@ -8,6 +8,7 @@
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+#include "profiler/NeuronTracer.h"
 #include "runtime/NeuronDeviceAllocator.h"
 #include "runtime/NeuronFunctions.h"
 #include "runtime/NeuronGenerator.h"
@@ -17,6 +18,7 @@ using namespace torch_neuronx;
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "C++ runtime objects of the torch_neuronx 'neuron' device (allocator, hooks, guard)";
+  torch_neuronx::profiler::init_bindings(m);  // _C._profiler
   m.def("init", [](py::object bridge, std::vector<int64_t> capacities, bool caching) {
     TORCH_CHECK(g_bridge == nullptr, "torch_neuronx._C.init() called twice");
     set_memory_caching(caching);
