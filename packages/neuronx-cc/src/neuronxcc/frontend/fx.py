@@ -1,5 +1,9 @@
 """FX graphs -> StableHLO (torch-mlir) -> graph, with the fixes torch.compile graphs need.
 
+The graph is imported to the Torch dialect here; torch-mlir's pass pipeline then runs in the
+bounded worker of ``pipeline`` (a crash or a runaway is ``LoweringStopped``, not a dead process),
+after ``fx_rewrites`` rewrote the patterns it is known to mishandle.
+
     graph = from_fx(gm, example_inputs)          # a dynamo, AOTAutograd forward or backward graph
     graph.none_outputs                           # positions of the gm's ``None`` outputs, dropped
 
@@ -21,12 +25,15 @@ The three fixes (see the torch-mlir reference note):
 from __future__ import annotations
 
 import contextlib
+import io
 import operator
 import re
 
 from neuron_sim.graph import Graph
 
+from . import fx_rewrites, pipeline
 from .errors import MissingDependency, UnsupportedOp
+from .pipeline_worker import PipelineError
 from .stablehlo import import_module
 
 
@@ -52,7 +59,7 @@ def decompositions() -> dict:
     # PyTorch's own decompositions of ops torch-mlir has no StableHLO lowering for, into ops it has.
     from torch._decomp import get_decompositions
 
-    table.update(get_decompositions([aten.addmv, aten.elu, aten.logaddexp, aten.linalg_vector_norm, aten.constant_pad_nd]))
+    table.update(get_decompositions([aten.addmv, aten.elu, aten.logaddexp, aten.linalg_vector_norm]))
     # Ours where PyTorch's decompose into prims torch-mlir cannot import (prims.rev, prims.hypot...).
     table[aten.flip.default] = _flip
     table[aten.roll.default] = _roll
@@ -147,11 +154,6 @@ def insert_none_outputs(outputs: list, none_positions: list[int]) -> list:
     return outputs
 
 
-def _node_location(node) -> str | None:
-    frames = re.findall(r'File "([^"]+)", line (\d+)', node.stack_trace or "")
-    return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None
-
-
 def _is_aten_graph(gm, torch) -> bool:
     for n in gm.graph.nodes:
         if n.op in ("call_module", "call_method", "get_attr"):
@@ -170,52 +172,7 @@ def _check_fused_sdpa_backward(gm) -> None:
             raise UnsupportedOp(
                 name, "the graph holds a fused scaled_dot_product_attention backward, which has no StableHLO lowering; "
                 "trace the model under neuronxcc.frontend.fx.sdpa_math() (torch.nn.attention.sdpa_kernel(SDPBackend.MATH)) "
-                "so attention decomposes to matmul/softmax before autograd records it", location=_node_location(n))
-
-
-def _lift_dim_ops_over_0dim(gm) -> None:
-    """torch-mlir 20261001 segfaults lowering an op with a ``dim`` argument over a 0-dim tensor
-    (``sum(x, 0, keepdim=True)`` with ``x.dim() == 0``), so such an op runs over the tensor viewed
-    as ``[1]`` (dims 0 and -1 name that axis, as they name the 0-dim tensor's) and its result is
-    viewed back to its own shape: same values. An op that cannot be rewritten so (several tensor
-    operands or results) is refused rather than crashing the process."""
-    import torch
-    from torch.utils._pytree import tree_map
-
-    graph = gm.graph
-    for n in list(graph.nodes):
-        schema = getattr(n.target, "_schema", None)
-        if n.op != "call_function" or schema is None or not n.args:
-            continue
-        if not any(a.name == "dim" for a in schema.arguments):
-            continue
-        first = n.args[0]
-        val = getattr(first, "meta", {}).get("val") if hasattr(first, "meta") else None
-        if val is None or getattr(val, "dim", lambda: 1)() != 0:
-            continue
-        tensor_inputs = [a for a in n.all_input_nodes if isinstance(a.meta.get("val"), torch.Tensor)]
-        result = n.meta.get("val")
-        # One tensor result, or several read through getitem (max.dim's values and indices).
-        readers = [n] if isinstance(result, torch.Tensor) else list(n.users)
-        if tensor_inputs != [first] or not all(
-                r is n or (r.target is operator.getitem and isinstance(r.meta.get("val"), torch.Tensor)) for r in readers):
-            raise UnsupportedOp(str(n.target), "a dim argument over a 0-dim tensor (torch-mlir cannot import it)",
-                                location=_node_location(n))
-        shapes = [list(r.meta["val"].shape) for r in readers]
-        with graph.inserting_before(n):
-            lifted = graph.call_function(torch.ops.aten.view.default, (first, [1]))
-        lifted.meta["val"] = val.view(1)
-        n.args = (lifted, *n.args[1:])
-        values = tree_map(lambda a: a.meta["val"] if isinstance(a, torch.fx.Node) else a, (n.args, n.kwargs))
-        n.meta["val"] = n.target(*values[0], **values[1])
-        for reader, shape in zip(readers, shapes):
-            if reader is not n:
-                reader.meta["val"] = n.meta["val"][reader.args[1]]
-            with graph.inserting_after(reader):
-                back = graph.call_function(torch.ops.aten.view.default, (reader, shape))
-            back.meta["val"] = reader.meta["val"].view(shape)
-            reader.replace_all_uses_with(back, delete_user_cb=lambda user, back=back: user is not back)
-    gm.recompile()
+                "so attention decomposes to matmul/softmax before autograd records it", location=fx_rewrites.node_location(n))
 
 
 def _retrace(gm, example_inputs, torch):
@@ -231,16 +188,12 @@ def _retrace(gm, example_inputs, torch):
                        tracing_mode="real" if fake_mode is not None else "fake")(*example_inputs)
 
 
-class _LoweringFailed(Exception):
-    def __init__(self, diagnostics: list[tuple[str, str]], err: Exception):
-        super().__init__(str(err))
-        self.diagnostics = diagnostics
-        self.err = err
-
-
 def _lower(gm, name: str, torch_deps):
+    """The StableHLO module (bytecode) of ``gm``: imported to the Torch dialect here, lowered by
+    torch-mlir's pipeline in the bounded worker (``pipeline``)."""
     torch, fx, ir, torch_dialect, FxImporter = torch_deps
-    _lift_dim_ops_over_0dim(gm)
+    pipeline.start()  # the worker's first startup overlaps the import below
+    fx_rewrites.rewrite(gm)
     ctx = ir.Context()
     torch_dialect.register_dialect(ctx)
     diagnostics: list[tuple[str, str]] = []
@@ -251,52 +204,19 @@ def _lower(gm, name: str, torch_deps):
 
     handler = ctx.attach_diagnostic_handler(on_diagnostic)
     try:
-        module = fx.stateless_fx_import(gm, output_type="torch", fx_importer=FxImporter(context=ctx), model_name=name)
-        _to_stablehlo(module)
-        return module
+        importer = FxImporter(context=ctx)
+        importer.import_stateless_graph(gm.graph, func_name=name)
+        torch_module = io.BytesIO()
+        importer.module.operation.write_bytecode(torch_module)
     except Exception as err:
-        raise _LoweringFailed(diagnostics, err) from err
+        raise PipelineError("importing the FX graph", str(err).strip().splitlines()[0] if str(err).strip()
+                            else type(err).__name__, diagnostics) from err
     finally:
         handler.detach()
+    return pipeline.lower(torch_module.getvalue(), name)
 
 
-# torch-mlir's StableHLO pipeline legalizes chlo.erf into a ~40-op rational polynomial (116
-# instructions and 250 us for a 1M-element erf, the bulk of gelu), where the NeuronCore has erf as
-# one ScalarE activation. So the torch ops are converted first, each chlo.erf is swapped for a
-# custom call the legalization leaves alone (read back as erf by our StableHLO importer), and the
-# whole pipeline then runs as torch-mlir defines it (its first pass finds nothing left to convert).
-ERF_CALL_TARGET = "neuron.erf"
-
-
-def _to_stablehlo(module) -> None:
-    from torch_mlir import ir
-    from torch_mlir.compiler_utils import run_pipeline_with_repro_report
-
-    run_pipeline_with_repro_report(
-        module, "builtin.module(func.func(convert-torch-to-stablehlo{allow-non-finites=true}))",
-        "Converting Torch ops to StableHLO and CHLO")
-    erfs = []
-    _walk(module.operation, lambda op: erfs.append(op) if op.name == "chlo.erf" else None)
-    for erf in erfs:
-        with ir.InsertionPoint(erf), erf.location:
-            call = ir.Operation.create("stablehlo.custom_call", results=[erf.results[0].type], operands=list(erf.operands),
-                                       attributes={"call_target_name": ir.StringAttr.get(ERF_CALL_TARGET)})
-        erf.results[0].replace_all_uses_with(call.results[0])
-        erf.erase()
-    run_pipeline_with_repro_report(
-        module, "builtin.module(torch-backend-to-stablehlo-backend-pipeline{allow-non-finites=true})",
-        "Lowering Torch Backend IR -> StableHLO Backend IR")
-
-
-def _walk(op, visit) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                visit(inner.operation)
-                _walk(inner.operation, visit)
-
-
-def _lowering_error(failure: _LoweringFailed) -> UnsupportedOp:
+def _lowering_error(failure: PipelineError) -> UnsupportedOp:
     from .mlir import describe_location
 
     for loc, message in failure.diagnostics:
@@ -304,7 +224,7 @@ def _lowering_error(failure: _LoweringFailed) -> UnsupportedOp:
         if m:
             return UnsupportedOp(m.group(1), f"torch-mlir cannot lower it to StableHLO: {message.splitlines()[0][:300]}",
                                  location=describe_location(loc))
-    detail = "; ".join(m for _, m in failure.diagnostics) or str(failure.err).strip().splitlines()[0]
+    detail = "; ".join(m for _, m in failure.diagnostics) or failure.message
     return UnsupportedOp("torch-mlir", f"lowering to StableHLO failed: {detail[:500]}")
 
 
@@ -323,7 +243,7 @@ def from_fx(gm, example_inputs=None, *, func_name: str = "main") -> Graph:
         if _is_aten_graph(gm, torch):
             try:
                 module = _lower(gm, func_name, deps)
-            except _LoweringFailed as failure:
+            except PipelineError as failure:
                 if example_inputs is None:
                     raise _lowering_error(failure) from None
                 module = None
@@ -334,7 +254,7 @@ def from_fx(gm, example_inputs=None, *, func_name: str = "main") -> Graph:
             _check_fused_sdpa_backward(traced)
             try:
                 module = _lower(traced, func_name, deps)
-            except _LoweringFailed as failure:
+            except PipelineError as failure:
                 raise _lowering_error(failure) from None
     finally:
         if none_pos:

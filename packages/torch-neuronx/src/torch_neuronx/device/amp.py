@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from .kernel_library import KernelLibrary
+
 LOWER_PRECISION_OPS = [
     "aten::mm", "aten::bmm", "aten::matmul", "aten::addmm", "aten::addbmm", "aten::baddbmm", "aten::linear",
     "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d", "aten::conv_transpose2d",
@@ -49,7 +51,7 @@ def _kernel(op, fp32: bool):
 def register(libraries: list) -> None:
     fallthrough = torch.library.Library("_", "IMPL")
     fallthrough.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
-    lib = torch.library.Library("aten", "IMPL")
+    lib = KernelLibrary("aten", "IMPL")
     for names, fp32 in ((LOWER_PRECISION_OPS, False), (FP32_OPS, True)):
         for qualified in names:
             name = qualified.split("::")[1]

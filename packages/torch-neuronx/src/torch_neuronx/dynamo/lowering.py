@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 import torch
-from neuronxcc.frontend import FrontendError, from_fx
+from neuronxcc.frontend import FrontendError, LoweringStopped, from_fx
 from neuronxcc.frontend.fx import sdpa_math
 from torch import fx
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -135,6 +135,8 @@ def to_graph(dm: DeviceModule, specs: list, out_perms: list, name: str, aot_gm: 
         node.meta = {k: v for k, v in node.meta.items() if k in ("val", "tensor_meta", "stack_trace")}
     try:
         body = from_fx(traced, None, func_name="main")  # already decomposed: a failure is final
+    except LoweringStopped as err:  # a crash or a bound of torch-mlir's pipeline: no op to blame
+        raise NeuronCompileError(err.op, err.reason, graph=name) from None
     except FrontendError as err:
         op = getattr(err, "op", "torch-mlir")
         named = re.search(r'name = "(?:torch\.)?([\w.]+)"', str(err))  # torch.operator "torch.aten.foo"

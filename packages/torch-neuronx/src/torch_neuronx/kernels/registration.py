@@ -7,6 +7,7 @@ import threading
 import torch
 
 from ..compiled import dispatch
+from ..device.kernel_library import KernelLibrary
 from .convolution import convolution_backward_overrideable, convolution_overrideable
 from .copies import copy_from, copy_from_and_resize, local_scalar_dense, resize_
 from .dropout import native_dropout
@@ -22,10 +23,10 @@ def register() -> None:
     with _lock:
         if _LIBRARIES:
             return
-        lib = torch.library.Library("aten", "IMPL")
+        lib = KernelLibrary("aten", "IMPL")
         dispatch.register_functional_kernels(lib, skip=set(WHOLE_OP_KERNELS))
         _register_explicit(lib)
-        fb = torch.library.Library("_", "IMPL")
+        fb = KernelLibrary("_", "IMPL")
         fb.fallback(dispatch.neuron_kernel, "PrivateUse1")
         _LIBRARIES.extend([lib, fb])
 
