@@ -53,8 +53,8 @@ NORMAL = raw(lambda x: (x.relu() * 2).sum(0), torch.randn(3, 5))
 stopped("memory", RUNAWAY, "graph0_backward", NEURONX_CC_LOWERING_MEMORY_MB="1024")
 stopped("after_memory", NORMAL, "graph1_forward")
 stopped("time", RUNAWAY, "graph2_backward", NEURONX_CC_LOWERING_MEMORY_MB="0", NEURONX_CC_LOWERING_TIMEOUT="1")
-stopped("after_time", NORMAL, "graph3_forward")
 os.environ.pop("NEURONX_CC_LOWERING_MEMORY_MB"), os.environ.pop("NEURONX_CC_LOWERING_TIMEOUT")
+stopped("after_time", NORMAL, "graph3_forward")
 # stablehlo.clamp over a self its bounds broadcast: LLVM ERROR, abort
 stopped("abort", raw(lambda x, m: torch.clamp_min(x, m), torch.randn(1), torch.randn(2)), "clamp_graph")
 # index_put with no indices: segfault

@@ -42,6 +42,7 @@ DEFAULT_MEMORY_MB = 4096
 DEFAULT_TIMEOUT_S = 300.0
 _WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pipeline_worker.py")
 _STDERR_TAIL = 2000  # bytes of the worker's stderr quoted when it dies (LLVM ERROR lines)
+_STARTUP_S = 120.0  # the most a worker may take to start (~0.3 s on an idle machine)
 
 __all__ = ["lower", "start", "bounds", "Bounds", "LoweringStopped", "PipelineError"]
 
@@ -151,10 +152,20 @@ class _Worker:
         self.proc = subprocess.Popen([sys.executable, "-P", _WORKER_SCRIPT, str(memory_mb)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.stderr, env=env, close_fds=True)
         self.to_worker, self.from_worker = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        self.ready = False
         os.set_blocking(self.to_worker, False)
         os.set_blocking(self.from_worker, False)
 
     def request(self, payload: bytes, timeout_s: float) -> tuple[dict, bytes]:
+        if not self.ready:  # its startup (imports, pipelines parsed) is not the graph's time
+            started = time.monotonic() + max(_STARTUP_S, timeout_s)
+            try:
+                message = read_message(lambda n: self._read(n, started))
+            except TimeoutError:
+                raise EOFError(f"the worker did not start within {max(_STARTUP_S, timeout_s):g} s") from None
+            if message is None or not message[0].get("ready"):
+                raise EOFError("the worker did not start")
+            self.ready = True
         deadline = time.monotonic() + timeout_s if timeout_s else None
         os.ftruncate(self.stderr.fileno(), 0)
         os.lseek(self.stderr.fileno(), 0, os.SEEK_SET)

@@ -2,9 +2,9 @@
 
 ``run_pipelines`` is the lowering itself (over the MLIR bindings in the torch-mlir wheel only:
 no torch, no neuronxcc). Run as a script (``python -P pipeline_worker.py MEMORY_MB``), this file
-is the worker ``pipeline`` starts: it caps its own address space, then answers requests on
-stdin/stdout until stdin closes. A message is a ``>IQ`` header (JSON length, payload length), the
-JSON, then the payload (MLIR bytecode); no pickle.
+is the worker ``pipeline`` starts: it caps its own address space, says it is ready, then answers
+requests on stdin/stdout until stdin closes. A message is a ``>IQ`` header (JSON length, payload
+length), the JSON, then the payload (MLIR bytecode); no pickle.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import json
 import os
 import struct
 import sys
+import threading
 
 # torch-mlir's StableHLO pipeline legalizes chlo.erf into a ~40-op rational polynomial (116
 # instructions and 250 us for a 1M-element erf, the bulk of gelu), where the NeuronCore has erf as
@@ -44,46 +45,76 @@ class PipelineError(Exception):
         self.stage, self.message, self.diagnostics = stage, message, diagnostics
 
 
-def run_pipelines(bytecode: bytes) -> bytes:
-    """The StableHLO module (bytecode) of a Torch-dialect module from the FX importer (bytecode)."""
-    from torch_mlir import ir
-    from torch_mlir.dialects import torch as torch_dialect
-    from torch_mlir.passmanager import PassManager
+class _Pipelines:
+    """torch-mlir's pipelines parsed once into a context that lowers module after module: a
+    fresh context and pass managers per module (patterns built anew for every pass) cost two
+    thirds of a small graph's lowering. The context's uniqued types and attributes grow with each
+    module, so it is rebuilt every ``REUSES`` modules, and after any failure."""
 
-    ctx = ir.Context()
-    torch_dialect.register_dialect(ctx)
-    # One function per module: threads would only add address space (each its stack and malloc
-    # arena) to what the memory bound counts.
-    ctx.enable_multithreading(False)
-    ctx.emit_error_diagnostics = True  # passes that emit errors without failing would assert
-    diagnostics: list = []
+    REUSES = 256
 
-    def on_diagnostic(d):  # torch-mlir's errors go into our message instead of onto stderr
-        diagnostics.append((str(d.location), str(d.message)))
+    def __init__(self):
+        from torch_mlir import ir
+        from torch_mlir.dialects import torch as torch_dialect
+        from torch_mlir.passmanager import PassManager
+
+        self.ir = ir
+        self.ctx = ir.Context()
+        torch_dialect.register_dialect(self.ctx)
+        # One function per module: threads would only add address space (each its stack and
+        # malloc arena) to what the memory bound counts.
+        self.ctx.enable_multithreading(False)
+        self.ctx.emit_error_diagnostics = True  # passes that emit errors without failing would assert
+        self.diagnostics: list = []
+        # torch-mlir's errors go into our message instead of onto stderr.
+        self.handler = self.ctx.attach_diagnostic_handler(self._on_diagnostic)
+        with self.ctx:
+            self.managers = [PassManager.parse(pipeline) for _stage, pipeline in STAGES]
+        self.uses = 0
+
+    def _on_diagnostic(self, d) -> bool:
+        self.diagnostics.append((str(d.location), str(d.message)))
         return True
 
-    handler = ctx.attach_diagnostic_handler(on_diagnostic)
-    stage = "parsing the Torch module"
-    try:
-        with ctx:
-            module = ir.Module.parse(bytecode)
-            for i, (what, pipeline) in enumerate(STAGES):
-                stage = what  # named in the error if this stage fails
-                PassManager.parse(pipeline).run(module.operation)
-                if i == 1:  # erf converted to chlo.erf, not yet legalized
-                    _keep_erf_whole(module, ir)
-            out = io.BytesIO()
-            module.operation.write_bytecode(out)
-            return out.getvalue()
-    except Exception as err:
-        if isinstance(err, MemoryError) or "bad_alloc" in str(err):  # std::bad_alloc from the bindings
-            failure = MemoryError(f"{stage}: {str(err) or 'MemoryError'}")
-            failure.diagnostics = diagnostics
-            raise failure from None
-        raise PipelineError(stage, str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__,
-                            diagnostics) from None
-    finally:
-        handler.detach()
+    def run(self, bytecode: bytes) -> bytes:
+        self.uses += 1
+        self.diagnostics = []
+        stage = "parsing the Torch module"
+        try:
+            with self.ctx:
+                module = self.ir.Module.parse(bytecode)
+                for i, manager in enumerate(self.managers):
+                    stage = STAGES[i][0]  # named in the error if this stage fails
+                    manager.run(module.operation)
+                    if i == 1:  # erf converted to chlo.erf, not yet legalized
+                        _keep_erf_whole(module, self.ir)
+                out = io.BytesIO()
+                module.operation.write_bytecode(out)
+                return out.getvalue()
+        except Exception as err:
+            if isinstance(err, MemoryError) or "bad_alloc" in str(err):  # std::bad_alloc from the bindings
+                failure = MemoryError(f"{stage}: {str(err) or 'MemoryError'}")
+                failure.diagnostics = self.diagnostics
+                raise failure from None
+            raise PipelineError(stage, str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__,
+                                self.diagnostics) from None
+
+
+_pipelines: _Pipelines | None = None
+_pipelines_lock = threading.Lock()  # lowering in the compiling process may come from several threads
+
+
+def run_pipelines(bytecode: bytes) -> bytes:
+    """The StableHLO module (bytecode) of a Torch-dialect module from the FX importer (bytecode)."""
+    global _pipelines
+    with _pipelines_lock:
+        if _pipelines is None or _pipelines.uses >= _Pipelines.REUSES:
+            _pipelines = _Pipelines()
+        try:
+            return _pipelines.run(bytecode)
+        except BaseException:
+            _pipelines = None
+            raise
 
 
 def _keep_erf_whole(module, ir) -> None:
@@ -164,8 +195,9 @@ def serve(memory_mb: int) -> None:
     channel = os.dup(1)
     os.dup2(2, 1)
     requests = sys.stdin.buffer.raw
-    import torch_mlir.ir  # noqa: F401 - imported before the first request, not during it
-
+    global _pipelines
+    _pipelines = _Pipelines()  # before the first request: its time bound is the graph's alone
+    _write_all(channel, encode_message({"ready": True}))
     while True:
         message = read_message(requests.read)
         if message is None:
