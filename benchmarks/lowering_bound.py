@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import io
 import os
 import statistics
 import sys
@@ -29,22 +28,13 @@ def torch_modules() -> dict[str, bytes]:
     import torch.nn.functional as F
     from functorch.compile import aot_function
     from neuronxcc.frontend import fx_rewrites
-    from neuronxcc.frontend.fx import decompositions, strip_none_outputs
+    from neuronxcc.frontend.fx import decompositions, strip_none_outputs, torch_dialect_module
     from torch.fx.experimental.proxy_tensor import make_fx
-    from torch_mlir import ir
-    from torch_mlir.dialects import torch as torch_dialect
-    from torch_mlir.extras.fx_importer import FxImporter
 
     def module_of(gm) -> bytes:  # as neuronxcc.frontend.fx hands it to the pipeline
         strip_none_outputs(gm)
         fx_rewrites.rewrite(gm)
-        ctx = ir.Context()
-        torch_dialect.register_dialect(ctx)
-        importer = FxImporter(context=ctx)
-        importer.import_stateless_graph(gm.graph, func_name="main")
-        out = io.BytesIO()
-        importer.module.operation.write_bytecode(out)
-        return out.getvalue()
+        return torch_dialect_module(gm)
 
     x, w, ids = torch.randn(8, 128, 256), torch.randn(256, 256), torch.randint(0, 256, (8, 128))
     ops = {"add": (lambda x: x + x, x), "mul_scalar": (lambda x: x * 0.5, x), "mm": (lambda x, w: x.view(-1, 256) @ w, x, w),

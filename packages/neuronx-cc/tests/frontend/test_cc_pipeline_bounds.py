@@ -17,24 +17,15 @@ from neuronxcc.frontend import pipeline  # noqa: E402
 # Raw Torch-dialect modules (imported as the frontend imports them, minus its rewrites), lowered
 # one after another; each result printed as "tag result".
 SCRIPT = """
-import io, os, resource, sys
+import os, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # the worker inherits it too
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
-from torch_mlir import ir
-from torch_mlir.dialects import torch as torch_dialect
-from torch_mlir.extras.fx_importer import FxImporter
 from neuronxcc.frontend import LoweringStopped, pipeline
+from neuronxcc.frontend.fx import torch_dialect_module
 
-def raw(fn, *inputs):
-    gm = make_fx(fn, tracing_mode="fake")(*inputs)
-    ctx = ir.Context()
-    torch_dialect.register_dialect(ctx)
-    importer = FxImporter(context=ctx)
-    importer.import_stateless_graph(gm.graph, func_name="main")
-    out = io.BytesIO()
-    importer.module.operation.write_bytecode(out)
-    return out.getvalue()
+def raw(fn, *inputs):  # imported as is: none of fx_rewrites' rewrites
+    return torch_dialect_module(make_fx(fn, tracing_mode="fake")(*inputs))
 
 def stopped(tag, module, graph, **env):
     os.environ.update(env)

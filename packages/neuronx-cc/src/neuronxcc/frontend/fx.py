@@ -188,12 +188,18 @@ def _retrace(gm, example_inputs, torch):
                        tracing_mode="real" if fake_mode is not None else "fake")(*example_inputs)
 
 
-def _lower(gm, name: str, torch_deps):
-    """The StableHLO module (bytecode) of ``gm``: imported to the Torch dialect here, lowered by
-    torch-mlir's pipeline in the bounded worker (``pipeline``)."""
-    torch, fx, ir, torch_dialect, FxImporter = torch_deps
+def _lower(gm, name: str):
+    """The StableHLO module (bytecode) of ``gm``: rewritten (``fx_rewrites``), imported to the
+    Torch dialect here, lowered by torch-mlir's pipeline in the bounded worker (``pipeline``)."""
     pipeline.start()  # the worker's first startup overlaps the import below
     fx_rewrites.rewrite(gm)
+    return pipeline.lower(torch_dialect_module(gm, name), name)
+
+
+def torch_dialect_module(gm, name: str = "main") -> bytes:
+    """``gm`` imported by torch-mlir's FX importer, as is: the Torch-dialect module (bytecode)
+    ``pipeline.lower`` takes. Raises ``PipelineError`` naming torch-mlir's diagnostics."""
+    _torch_module, _fx, ir, torch_dialect, FxImporter = _torch()
     ctx = ir.Context()
     torch_dialect.register_dialect(ctx)
     diagnostics: list[tuple[str, str]] = []
@@ -213,7 +219,7 @@ def _lower(gm, name: str, torch_deps):
                             else type(err).__name__, diagnostics) from err
     finally:
         handler.detach()
-    return pipeline.lower(torch_module.getvalue(), name)
+    return torch_module.getvalue()
 
 
 def _lowering_error(failure: PipelineError) -> UnsupportedOp:
@@ -232,8 +238,7 @@ def from_fx(gm, example_inputs=None, *, func_name: str = "main") -> Graph:
     """Import an FX ``GraphModule`` (ATen graphs from AOTAutograd, or dynamo graphs plus their
     example inputs) into a graph. Graph inputs are named after the gm's placeholders, outputs
     ``output0...`` over the non-None outputs; ``graph.none_outputs`` lists the dropped positions."""
-    deps = _torch()
-    torch = deps[0]
+    torch = _torch()[0]
     _check_fused_sdpa_backward(gm)
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     out = _output_node(gm)
@@ -242,7 +247,7 @@ def from_fx(gm, example_inputs=None, *, func_name: str = "main") -> Graph:
     try:
         if _is_aten_graph(gm, torch):
             try:
-                module = _lower(gm, func_name, deps)
+                module = _lower(gm, func_name)
             except PipelineError as failure:
                 if example_inputs is None:
                     raise _lowering_error(failure) from None
@@ -253,7 +258,7 @@ def from_fx(gm, example_inputs=None, *, func_name: str = "main") -> Graph:
             traced = _retrace(gm, example_inputs, torch)
             _check_fused_sdpa_backward(traced)
             try:
-                module = _lower(traced, func_name, deps)
+                module = _lower(traced, func_name)
             except PipelineError as failure:
                 raise _lowering_error(failure) from None
     finally:
