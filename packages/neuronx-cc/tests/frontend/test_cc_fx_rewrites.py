@@ -115,3 +115,97 @@ def test_dim_op_over_a_0dim_tensor(fn):
     x = torch.tensor(2.5)
     (got,) = lowered(fn, x)
     assert torch.equal(got, fn(x))
+
+
+def test_dim_ops_over_0dim_operands():
+    x, i, s = torch.tensor(1.5), torch.tensor(0), torch.tensor(2.0)
+    for fn, inputs in [(lambda x, i, s: x.scatter_add(0, i, s), (x, i, s)), (lambda x, i: x.gather(-1, i), (x, i))]:
+        (got,) = lowered(fn, *inputs)
+        assert got.shape == () and torch.equal(got, fn(*inputs))
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_topk_of_a_0dim_tensor_returns_its_value(k):
+    """CPU returns the 0-dim value (and index 0) for k = 0 as for k = 1."""
+    x = torch.tensor(255, dtype=torch.uint8)
+    got = lowered(lambda x: x.topk(k, 0), x)
+    assert [(g.shape, g.item()) for g in got] == [(e.shape, e.item()) for e in x.topk(k, 0)]
+
+
+BOOLS = [torch.zeros(3, 5, dtype=torch.bool), torch.ones(3, 5, dtype=torch.bool), torch.rand(3, 5) > 0.7]
+
+
+@pytest.mark.parametrize("x", BOOLS, ids=["false", "true", "mixed"])
+@pytest.mark.parametrize("fn", [torch.amax, torch.amin, torch.max, torch.min, lambda x: x.amax(1),
+                                lambda x: x.amin(0, keepdim=True), lambda x: torch.max(x, 1), lambda x: torch.min(x, 0, True)],
+                         ids=["amax", "amin", "max", "min", "amax_dim", "amin_keepdim", "max_dim", "min_dim"])
+def test_bool_max_and_min(fn, x):
+    """torch-mlir's i1 reduction started max from true (signed min of i1) and min from false."""
+    expected = fn(x)
+    expected = list(expected) if isinstance(expected, tuple) else [expected]
+    got = lowered(fn, x)
+    assert [(g.dtype, g.shape) for g in got] == [(e.dtype, e.shape) for e in expected]
+    assert all(torch.equal(g, e) for g, e in zip(got, expected))
+
+
+def test_abs_of_unsigned_is_the_identity_and_of_bool_refused():
+    x = torch.tensor([0, 1, 200, 255], dtype=torch.uint8)
+    (got,) = lowered(torch.abs, x)
+    assert got.dtype == torch.uint8 and torch.equal(got, x)
+    with pytest.raises(UnsupportedOp, match="abs of a bool tensor"):
+        lowered(torch.abs, torch.tensor([True, False]))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8])
+@pytest.mark.parametrize("x, dim", [(torch.tensor([7, 127, 100, -3, 255]), 0),
+                                    (torch.tensor([[7, 255, 3], [100, 200, 90]], dtype=torch.uint8), 1),
+                                    (torch.tensor([[1.75, 90.5], [-2.5, 60.0]]), 0)])
+def test_cumsum_to_8_bit_integers_wraps(x, dim, dtype):
+    """torch-mlir's pipeline segfaulted on it; CPU's sums wrap modulo 2**8."""
+    (got,) = lowered(lambda x: x.cumsum(dim, dtype=dtype), x)
+    assert got.dtype == dtype and torch.equal(got, x.cumsum(dim, dtype=dtype))
+
+
+@pytest.mark.parametrize("fn, inputs", [
+    (lambda x, i: x[i], (torch.arange(5), torch.tensor([-5, -3, 4, -1]))),
+    (lambda x, i: x[:, i], (torch.arange(12).view(3, 4), torch.tensor([[-1, 0], [2, -4]]))),
+    (lambda x, i, j: x[i, j], (torch.randn(3, 7), torch.tensor([-3, 2]), torch.tensor([-7, 6]))),
+    (lambda x, i, v: x.index_put((i,), v), (torch.zeros(5), torch.tensor([-1, 1]), torch.tensor([3., 4.]))),
+    (lambda x, i, v: x.index_put((i,), v, True), (torch.zeros(5), torch.tensor([-1, 4, -5]), torch.tensor([3., 4., 1.]))),
+], ids=["index", "index_dim1", "index_two_dims", "index_put", "index_put_accumulate"])
+def test_negative_advanced_indices_count_from_the_end(fn, inputs):
+    (got,) = lowered(fn, *inputs)
+    assert torch.equal(got, fn(*inputs))
+
+
+@pytest.mark.parametrize("fn, x", [
+    (lambda x: torch.fmod(x, -2), torch.empty(7, 0, 1, dtype=torch.int8)),
+    (lambda x: x.repeat(1, 0, 2, 3), torch.ones(2, 3, 4)),
+    (lambda x: x.gather(1, torch.zeros(2, 0, dtype=torch.long)), torch.empty(2, 0)),
+    (lambda x: x[:0] * 2 + 1, torch.randn(3, 5)),
+], ids=["fmod", "repeat", "gather", "slice"])
+def test_results_without_elements_have_their_shape_and_dtype(fn, x):
+    (got,) = lowered(fn, x)
+    expected = fn(x)
+    assert (got.shape, got.dtype) == (expected.shape, expected.dtype)
+
+
+def test_gather_over_a_size_0_dim_is_refused():
+    """Every index is out of bounds (CPU raises); building the gather aborted the process."""
+    with pytest.raises(UnsupportedOp, match="dimension 1 of size 0 .* every index is out of bounds"):
+        lowered(lambda x, i: x.gather(1, i), torch.empty(2, 0), torch.zeros(2, 1, dtype=torch.long))
+
+
+@pytest.mark.parametrize("x, divisor", [(torch.tensor([1.0, -2.5, 0.0]), 0.0), (torch.tensor([5.5, -7.0]), 2.0),
+                                        (torch.tensor([7, -7, 3], dtype=torch.int8), -2)])
+def test_fmod_by_a_number(x, divisor):
+    """torch-mlir left fmod.Scalar's number as an unlowered torch.constant.float / int."""
+    (got,) = lowered(lambda x: torch.fmod(x, divisor), x)
+    expected = torch.fmod(x, divisor)
+    assert got.dtype == expected.dtype and torch.equal(got.nan_to_num(7.0), expected.nan_to_num(7.0))
+
+
+def test_topk_of_nothing():
+    x = torch.randn(2, 5)
+    got = lowered(lambda x: x.topk(0, 1), x)
+    assert [(g.shape, g.dtype) for g in got] == [(e.shape, e.dtype) for e in x.topk(0, 1)]

@@ -66,6 +66,7 @@ def decompositions() -> dict:
     table[aten.round.decimals] = _round_decimals
     table[aten.remainder.Tensor] = _remainder
     table[aten.remainder.Scalar] = _remainder
+    table[aten.fmod.Scalar] = _fmod_scalar
     table[aten.take.default] = _take
     return table
 
@@ -117,10 +118,23 @@ def _remainder(a, b):
     stablehlo.remainder, which takes the dividend's (C's fmod). Corrected as CPU computes it:
     fmod, then plus the divisor where the signs differ and the result is not zero."""
     torch = _torch()[0]
-    if not isinstance(b, torch.Tensor):  # a 0-dim tensor promotes as the scalar does
-        b = torch.scalar_tensor(b, dtype=torch.float32 if isinstance(b, float) else torch.int64)
+    if not isinstance(b, torch.Tensor):
+        b = _number_tensor(torch, b)
     mod = torch.fmod(a, b)
     return torch.where((mod != 0) & ((mod < 0) != (b < 0)), mod + b, mod)
+
+
+def _fmod_scalar(a, b):
+    """fmod by a number: torch-mlir leaves the number of ``fmod.Scalar`` as an unlowered
+    ``torch.constant.float`` / ``int``; by a 0-dim tensor (which promotes as the number does) it
+    lowers ``fmod.Tensor``."""
+    torch = _torch()[0]
+    return torch.fmod(a, _number_tensor(torch, b))
+
+
+def _number_tensor(torch, b):
+    """A Python number as the 0-dim tensor that promotes with a tensor as the number does."""
+    return torch.scalar_tensor(b, dtype=torch.float32 if isinstance(b, float) else torch.int64)
 
 
 def sdpa_math():

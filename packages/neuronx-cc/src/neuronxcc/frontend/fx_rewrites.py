@@ -18,6 +18,18 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
 * uninitialized factories (``empty_strided``, ``new_empty``...): torch-mlir leaves their
   ``pin_memory`` flag unlowered (``failed to legalize 'torch.constant.bool'``); they become
   zeros of the same shape and dtype, one valid content of uninitialized memory.
+* results with no elements (``fmod`` of an empty tensor, ``repeat`` by 0): torch-mlir folds some
+  of them into unlowerable constants or wrong shapes; they become ``full`` of their shape. A
+  ``gather`` / ``index_select`` reading a size-0 dim with a non-empty index (every index out of
+  bounds, CPU raises) aborted the process; it is refused.
+* ``amax`` / ``amin`` / ``max`` / ``min`` of bools: torch-mlir starts the i1 reduction from the
+  signed extreme (``true`` for max), so a max of all-false was true; they reduce int32 values.
+* ``abs`` of unsigned integers is the identity (``stablehlo.abs`` refuses them); of bools it is
+  refused (CPU raises too).
+* ``cumsum`` to int8 / uint8: torch-mlir's pipeline segfaults; it sums in int32 and converts
+  (the same values modulo 2**8).
+* negative advanced indices (``x[tensor([-1])]``, ``index_put``): wrapped by the dim's size, as
+  CPU wraps them; torch-mlir gathers them as they are (an out-of-bounds launch).
 
 torch-mlir's pass pipeline also runs in a bounded worker process (``pipeline``), so a pattern
 missing here costs a clear error, never the process.
@@ -25,11 +37,13 @@ missing here costs a clear error, never the process.
 
 from __future__ import annotations
 
+import math
 import operator
 
 from .errors import UnsupportedOp
 
 _INT64_MAX = 2**63 - 1
+_UNSIGNED_NAMES = ("uint8", "uint16", "uint32", "uint64")
 
 
 def rewrite(gm) -> None:
@@ -48,7 +62,10 @@ def _rewrite(gm) -> None:
     clamps = {aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor}
     uninitialized = {aten.empty.memory_format, aten.empty_strided.default, aten.empty_like.default,
                      aten.empty_permuted.default, aten.new_empty.default, aten.new_empty_strided.default}
-    changed = False
+    bool_reductions = {aten.amax.default, aten.amin.default, aten.max.default, aten.min.default, aten.max.dim,
+                       aten.min.dim}
+    unsigned = {getattr(torch, name) for name in _UNSIGNED_NAMES if hasattr(torch, name)}
+    changed = _zero_size_results(gm.graph)
     for node in list(gm.graph.nodes):
         if node.op != "call_function":
             continue
@@ -61,6 +78,18 @@ def _rewrite(gm) -> None:
         elif node.target in (aten.index_put.default, aten._unsafe_index_put.default) and not _arg(node, 1, "indices"):
             raise UnsupportedOp(str(node.target), "an empty index list (torch-mlir crashes on it; CPU rejects it)",
                                 location=node_location(node))
+        elif node.target in (aten.index.Tensor, aten.index_put.default):
+            changed |= _wrap_negative_indices(gm.graph, node)
+        elif node.target in bool_reductions and _dtype(node.args[0]) == torch.bool:
+            changed |= _reduce_as(gm.graph, node, torch.int32)
+        elif node.target is aten.cumsum.default and _dtype(node) in (torch.int8, torch.uint8):
+            changed |= _reduce_as(gm.graph, node, torch.int32)
+        elif node.target is aten.abs.default and _dtype(node.args[0]) == torch.bool:
+            raise UnsupportedOp(str(node.target), "abs of a bool tensor (CPU raises NotImplementedError too)",
+                                location=node_location(node))
+        elif node.target is aten.abs.default and _dtype(node.args[0]) in unsigned:
+            node.target = aten.clone.default  # the identity
+            changed = True
     changed |= _lift_dim_ops_over_0dim(gm.graph)
     if changed:
         gm.recompile()
@@ -72,6 +101,34 @@ def node_location(node) -> str | None:
 
     frames = re.findall(r'File "([^"]+)", line (\d+)', node.stack_trace or "")
     return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None
+
+
+def _dtype(node):
+    """The dtype of a node's (single tensor) value, None for anything else."""
+    return getattr(node.meta.get("val"), "dtype", None) if hasattr(node, "meta") else None
+
+
+def _call(graph, target, args, kwargs=None, like=None):
+    """A new node calling ``target``, its value computed from its arguments' (fake) values."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    kwargs = kwargs or {}
+    node = graph.call_function(target, tuple(args), kwargs)
+    values = tree_map(lambda a: a.meta["val"] if isinstance(a, torch.fx.Node) else a, (tuple(args), kwargs))
+    node.meta["val"] = target(*values[0], **values[1])
+    if like is not None and "stack_trace" in like.meta:
+        node.meta["stack_trace"] = like.meta["stack_trace"]
+    return node
+
+
+def _recompute(node) -> None:
+    import torch
+    from torch.utils._pytree import tree_map
+
+    values = tree_map(lambda a: a.meta["val"] if isinstance(a, torch.fx.Node) else a, (node.args, node.kwargs))
+    node.meta["val"] = node.target(*values[0], **values[1])
+    node.meta.pop("tensor_meta", None)  # torch-mlir's importer would type the result from the stale one
 
 
 def _arg(node, position: int, name: str, default=None):
@@ -145,12 +202,12 @@ def _clamp_over_result(graph, node) -> bool:
 
 
 def _lift_dim_ops_over_0dim(graph) -> bool:
-    """An op with a ``dim`` argument over a 0-dim tensor runs over the tensor viewed as ``[1]``
-    (dims 0 and -1 name that axis, as they name the 0-dim tensor's), and its result is viewed back
-    to its own shape: same values. An op that cannot be rewritten so (several tensor operands or
-    results) is refused rather than crashing the process."""
+    """An op with a ``dim`` argument over 0-dim tensors runs over them viewed as ``[1]`` (dims 0
+    and -1 name that axis, as they name the 0-dim tensor's), and its results are viewed back to
+    their own shapes: same values. ``topk`` of a 0-dim tensor returns its one value for ``k`` 0
+    or 1, as CPU does. An op that cannot be rewritten so (0-dim and other tensor operands, or a
+    lifted result of another size) is refused rather than crashing the process."""
     import torch
-    from torch.utils._pytree import tree_map
 
     changed = False
     for n in list(graph.nodes):
@@ -159,31 +216,137 @@ def _lift_dim_ops_over_0dim(graph) -> bool:
             continue
         if not any(a.name == "dim" for a in schema.arguments):
             continue
-        first = n.args[0]
-        val = first.meta.get("val") if hasattr(first, "meta") else None
+        val = n.args[0].meta.get("val") if hasattr(n.args[0], "meta") else None
         if not isinstance(val, torch.Tensor) or val.dim() != 0:
             continue
         tensor_inputs = [a for a in n.all_input_nodes if isinstance(a.meta.get("val"), torch.Tensor)]
         result = n.meta.get("val")
         # One tensor result, or several read through getitem (max.dim's values and indices).
         readers = [n] if isinstance(result, torch.Tensor) else list(n.users)
-        if tensor_inputs != [first] or not all(
-                r is n or (r.target is operator.getitem and isinstance(r.meta.get("val"), torch.Tensor)) for r in readers):
-            raise UnsupportedOp(str(n.target), "a dim argument over a 0-dim tensor (torch-mlir cannot import it)",
-                                location=node_location(n))
+
+        if any(a.meta["val"].dim() != 0 for a in tensor_inputs):
+            raise _refuse_0dim(n, "with operands of other ranks")
+        if not all(r is n or (r.target is operator.getitem and isinstance(r.meta.get("val"), torch.Tensor))
+                   for r in readers):
+            raise _refuse_0dim(n, "a result read other than by getitem")
         shapes = [list(r.meta["val"].shape) for r in readers]
+        lifted = {}
         with graph.inserting_before(n):
-            lifted = graph.call_function(torch.ops.aten.view.default, (first, [1]))
-        lifted.meta["val"] = val.view(1)
-        n.args = (lifted, *n.args[1:])
-        values = tree_map(lambda a: a.meta["val"] if isinstance(a, torch.fx.Node) else a, (n.args, n.kwargs))
-        n.meta["val"] = n.target(*values[0], **values[1])
+            for a in tensor_inputs:
+                lifted[a] = _call(graph, torch.ops.aten.view.default, (a, [1]), like=n)
+        n.args = tuple(lifted.get(a, a) if isinstance(a, torch.fx.Node) else a for a in n.args)
+        n.kwargs = {k: lifted.get(a, a) if isinstance(a, torch.fx.Node) else a for k, a in n.kwargs.items()}
+        if n.target is torch.ops.aten.topk.default and n.args[1] == 0:
+            n.args = (n.args[0], 1, *n.args[2:])
+        _recompute(n)
         for reader, shape in zip(readers, shapes):
             if reader is not n:
-                reader.meta["val"] = n.meta["val"][reader.args[1]]
+                _recompute(reader)
+            if reader.meta["val"].numel() != math.prod(shape):
+                raise _refuse_0dim(n, f"its result of shape {shape} has {reader.meta['val'].numel()} elements over [1]")
             with graph.inserting_after(reader):
-                back = graph.call_function(torch.ops.aten.view.default, (reader, shape))
-            back.meta["val"] = reader.meta["val"].view(shape)
+                back = _call(graph, torch.ops.aten.view.default, (reader, shape), like=n)
             reader.replace_all_uses_with(back, delete_user_cb=lambda user, back=back: user is not back)
         changed = True
+    return changed
+
+
+def _refuse_0dim(node, why: str) -> UnsupportedOp:
+    return UnsupportedOp(str(node.target), f"a dim argument over a 0-dim tensor ({why}; torch-mlir cannot import it)",
+                         location=node_location(node))
+
+
+def _zero_size_results(graph) -> bool:
+    """Every op whose one result has no elements becomes ``full`` of that shape (its values are
+    none); a gather-like op whose index is non-empty over a size-0 dim is refused (CPU raises:
+    every index is out of bounds)."""
+    import torch
+
+    aten = torch.ops.aten
+    gathers = {aten.gather.default: (1, 2), aten.index_select.default: (1, 2)}  # positions of dim, index
+    changed = False
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target in gathers:
+            dim_at, index_at = gathers[node.target]
+            src, dim, index = node.args[0].meta.get("val"), node.args[dim_at], node.args[index_at].meta.get("val")
+            if (isinstance(src, torch.Tensor) and isinstance(index, torch.Tensor) and src.dim() and index.numel()
+                    and src.shape[dim % src.dim()] == 0):
+                raise UnsupportedOp(str(node.target), f"index into dimension {dim} of size 0 (shape {list(src.shape)}) "
+                                    f"with a non-empty index: every index is out of bounds", location=node_location(node))
+        val = node.meta.get("val")
+        if (isinstance(val, torch.Tensor) and val.numel() == 0 and node.target is not aten.full.default
+                and all(isinstance(d, int) for d in val.shape)):
+            changed |= _zeros_for_empty(graph, node)
+    if changed:  # what only fed them (topk's tuple when both its results are empty) is imported too
+        graph.eliminate_dead_code()
+    return changed
+
+
+def _reduce_as(graph, node, dtype) -> bool:
+    """``node`` run over its first operand converted to ``dtype``, its results that had the
+    original result dtype converted back (bool max/min; int8 cumsum, which keeps its ``dtype=``)."""
+    import torch
+
+    x = node.args[0]
+    results = [node] if isinstance(node.meta.get("val"), torch.Tensor) else [
+        u for u in node.users if u.target is operator.getitem]
+    wanted = {r: r.meta["val"].dtype for r in results}
+    with graph.inserting_before(node):
+        converted = _call(graph, torch.ops.aten._to_copy.default, (x,), {"dtype": dtype}, like=node)
+    node.args = (converted, *node.args[1:])
+    if "dtype" in node.kwargs:
+        node.kwargs = {**node.kwargs, "dtype": dtype}
+    _recompute(node)
+    for r in results:
+        if r is not node:
+            _recompute(r)
+        if r.meta["val"].dtype == wanted[r]:
+            continue
+        users = list(r.users)
+        with graph.inserting_before(r.next):  # inserting_after(r) would put the steps in reverse order
+            back = _narrowed(graph, r, wanted[r], like=node)
+        for user in users:
+            user.replace_input_with(r, back)
+    return True
+
+
+def _narrowed(graph, node, dtype, like):
+    """``node``'s integers converted to ``dtype``, wrapped modulo 2**8 for (u)int8 as CPU's
+    conversion wraps (the NeuronCore's saturates)."""
+    import torch
+
+    aten = torch.ops.aten
+    steps, x = [], node
+    if dtype == torch.int8:  # ((x + 128) & 255) - 128
+        steps = [(aten.add.Scalar, 128), (aten.bitwise_and.Scalar, 255), (aten.sub.Scalar, 128)]
+    elif dtype == torch.uint8:
+        steps = [(aten.bitwise_and.Scalar, 255)]
+    for op, value in steps:
+        x = _call(graph, op, (x, value), like=like)
+    return _call(graph, aten._to_copy.default, (x,), {"dtype": dtype}, like=like)
+
+
+def _wrap_negative_indices(graph, node) -> bool:
+    """Integer indices of ``index`` / ``index_put`` wrapped: ``where(i < 0, i + size, i)``."""
+    import torch
+
+    x, indices = node.args[0], list(node.args[1])
+    shape = getattr(x.meta.get("val"), "shape", None)
+    if shape is None or len(indices) > len(shape):
+        return False
+    kinds = [_dtype(i) for i in indices if i is not None]
+    if any(d is None or not (d.is_signed and not d.is_floating_point) for d in kinds):
+        return False  # a mask (bool / uint8) indexes several dims, or a value we cannot see
+    changed = False
+    with graph.inserting_before(node):
+        for d, i in enumerate(indices):
+            if i is None or not isinstance(shape[d], int):
+                continue
+            negative = _call(graph, torch.ops.aten.lt.Scalar, (i, 0), like=node)
+            shifted = _call(graph, torch.ops.aten.add.Scalar, (i, shape[d]), like=node)
+            indices[d] = _call(graph, torch.ops.aten.where.self, (negative, shifted, i), like=node)
+            changed = True
+    node.args = (x, indices, *node.args[2:])
     return changed
