@@ -4,7 +4,9 @@
    NEFF) and with ``torch.compile(backend="neuron")`` (whole forward and backward graphs), from
    the same initial weights and seeds: losses side by side, the simulated device time per step,
    compile metrics and the ops that ran through CPU fallback.
-2. Run an NKI kernel (a tiled matmul) on the simulated NeuronCore and show its device-time
+2. Profile one eager training step with torch.profiler: the top-5 ops by simulated device time,
+   and a Neuron Explorer profile of the same step for its UI.
+3. Run an NKI kernel (a tiled matmul) on the simulated NeuronCore and show its device-time
    estimate, engine by engine, as Neuron Explorer would.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 import time
 import warnings
 
@@ -51,6 +54,50 @@ def train_demo(steps: int) -> None:
     print(f"  torch.compile: {metrics['graphs_compiled']} graphs compiled in {metrics['compile_seconds']:.1f} s, "
           f"{metrics['cache_hits']} cache hits, {metrics['eager_fallbacks']} eager fallbacks")
     print(f"  ops that ran through CPU fallback in eager ({len(fallback)}): {', '.join(fallback) or 'none'}")
+
+
+def profile_demo(output_dir: str) -> None:
+    import torch
+    from neuron_explorer import open_profile
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
+    from torch_neuronx.testing import GPT, GPTConfig
+    from torch_neuronx.testing.gpt import batches
+
+    cfg = GPTConfig(vocab=256, d_model=128, n_layers=2, n_heads=4, seq_len=64, dropout=0.1)
+    print("\n== Where the device time goes: torch.profiler over one eager training step ==")
+    torch.manual_seed(0)
+    model = GPT(cfg).to("neuron")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    (x, y), = batches(cfg, 8, 1, 0)
+    x, y = x.to("neuron"), y.to("neuron")
+
+    def step():
+        loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        torch.neuron.synchronize()
+
+    step()  # warm: every op compiled
+    config = NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME], profile_output_dir=output_dir)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1], experimental_config=config,
+                 on_trace_ready=NeuronProfiler(config).export_trace) as prof:
+        step()
+    # key_averages() has a row per op and per launched program; the ops' rows carry what they issued.
+    ops = [e for e in prof.key_averages() if e.device_type == DeviceType.CPU and e.self_device_time_total > 0]
+    total_us = sum(e.self_device_time_total for e in ops)
+    print(f"  top-5 ops by simulated device time (self_privateuse1_time_total), of {total_us / 1e3:.3f} ms in the step:")
+    print(f"    {'op':28s} {'calls':>6s} {'device time':>12s} {'share':>7s}")
+    for e in sorted(ops, key=lambda e: -e.self_device_time_total)[:5]:
+        print(f"    {e.key:28s} {e.count:6d} {fmt_time(e.self_device_time_total * 1e3):>12s} "
+              f"{100 * e.self_device_time_total / total_us:6.1f}%")
+    session = config.get_session_dir()
+    summary = open_profile(session).summary  # ingested into <session>/profile/ (Parquet tables)
+    print(f"  device-profiled executions: {fmt_time(summary['total_time'] * 1e9)}, {summary['instruction_count']:,} "
+          f"instructions, MFU {summary['mfu_estimated_percent']:.1f}%")
+    print(f"  open the profile in the UI: neuron-explorer view -d {session}")
 
 
 def fmt_time(ns: float) -> str:
@@ -113,6 +160,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", message="Operator '.*' executed via CPU fallback")
     print("Trainium as a native PyTorch device, on a software NeuronCore (no Trainium chip needed).")
     train_demo(args.steps)
+    profile_demo(os.path.join(tempfile.gettempdir(), "neuron-demo-profile"))
     for target in ("trn2", "trn3"):
         nki_demo(args.size, target)
 
