@@ -282,6 +282,50 @@ def instruction(draw):
             index=ap(memory="sbuf", dtype=draw(st.sampled_from(["int32", "uint8", "float32"])), partitions=P, free=(n,)),
             num_elem_per_idx=e,
         )
+    if kind == "TENSOR_SCALAR_CUMULATIVE":
+        return isa.TensorScalarCumulative(
+            dst=same(), src=same(), op0=alu_op(draw), imm0=scalar_operand(draw, P) or 1.0,
+            op1=draw(st.sampled_from(["add", "subtract", "multiply", "maximum", "minimum", "divide"])),
+            imm1=draw(st.one_of(st.none(), st.floats(-3, 3, width=32))), reverse0=draw(st.booleans()),
+            reduce_cmd=draw(st.sampled_from(["reset_reduce", "reduce", "load_reduce", "idle"])),
+        )
+    if kind == "TENSOR_TENSOR_SCAN":
+        return isa.TensorTensorScan(dst=same(), data0=same(), data1=same(), initial=scalar_operand(draw, P) or 0.0,
+                                    op0=alu_op(draw), op1=alu_op(draw), reverse0=draw(st.booleans()),
+                                    reverse1=draw(st.booleans()))
+    if kind in ("SELECT_REDUCE", "RANGE_SELECT"):
+        cmd = draw(st.sampled_from(["idle", "reset", "reset_reduce", "reduce", "load_reduce"]))
+        res = ap(partitions=P, free=(1,)) if draw(st.booleans()) else None
+        reduce_op = "maximum" if usually(draw) else "add"
+        if kind == "SELECT_REDUCE":
+            return isa.SelectReduce(dst=same(), predicate=same(), on_true=same(),
+                                    on_false=draw(st.one_of(st.floats(-10, 10, width=32), onchip_ap(partitions=P, free=(1,)))),
+                                    reduce_res=res, reduce_cmd=cmd, reduce_op=reduce_op, reverse_pred=draw(st.booleans()))
+        return isa.RangeSelect(dst=same(), on_true=same(), comp_op0=draw(st.sampled_from(list(ops.COMPARISON_OPS) + ["add"])),
+                               comp_op1=draw(st.sampled_from(list(ops.COMPARISON_OPS))), bound0=ap(partitions=P, free=(1,)),
+                               bound1=ap(partitions=P, free=(1,)), on_false_value=draw(st.floats(width=32)),
+                               range_start=draw(st.integers(-4, 4)), reduce_res=res, reduce_cmd=cmd, reduce_op=reduce_op)
+    if kind in ("MAX8", "FIND_INDEX8", "MATCH_REPLACE8"):
+        data = ap(partitions=P, free=draw(st.sampled_from([(8,), (16,), (4,)])))
+        eight = lambda **kw: ap(partitions=P, free=(8,), **kw)  # noqa: E731
+        if kind == "MAX8":
+            return isa.Max8(dst=eight(), src=data)
+        if kind == "FIND_INDEX8":
+            return isa.FindIndex8(dst=eight(dtype=draw(st.sampled_from(["uint32", "uint16", "float32"]))), data=data, vals=eight())
+        return isa.MatchReplace8(dst=ap(partitions=P, free=(data.free_size,)), data=data, vals=eight(),
+                                 imm=draw(st.floats(width=32)), dst_idx=eight() if draw(st.booleans()) else None)
+    if kind == "SEQUENCE_BOUNDS":
+        n = draw(st.sampled_from([1, 4, 8]))
+        return isa.SequenceBounds(dst=ap(partitions=1, free=(2 * n,), dtype=draw(st.sampled_from(["int32", "float32"]))),
+                                  segment_ids=ap(partitions=draw(st.sampled_from([1, 1, 2])), free=(n,)))
+    if kind == "RNG_SEED":
+        return isa.SetRngSeed(seed=draw(st.one_of(st.integers(-5, 2**33), onchip_ap(partitions=1, free=(1,)))),
+                              engine=eng(isa.SetRngSeed))
+    if kind == "RANDOM_FILL":
+        return isa.RandomFill(dst=ap(), engine=eng(isa.RandomFill))
+    if kind == "DROPOUT":
+        return isa.Dropout(dst=same(), src=same(), prob=draw(st.one_of(st.floats(-0.5, 1.5, width=32),
+                                                                       onchip_ap(partitions=P, free=(1,)))))
     if kind == "SEM_SIGNAL":
         return isa.SemaphoreSignal(semaphore="s", value=draw(st.integers(-1, 3)), engine=eng(isa.SemaphoreSignal))
     if kind == "SEM_WAIT":

@@ -86,26 +86,29 @@ def test_partition_reduce_bitvec_on_ints():
     assert run[0][0].tolist() == np.bitwise_xor.reduce(x, axis=0).tolist()
 
 
-def test_local_gather_within_16_partition_groups():
-    x = RNG.standard_normal((32, 4)).astype(np.float32)
-    idx = RNG.integers(0, 16 * 4 // 2, size=(32, 3)).astype(np.int16)
-    src, index, dst = sb("float32", 32, 4), sb("int16", 32, 3, offset=64), sb("float32", 32, 6, offset=128)
-    run = execute([LocalGather(dst=dst, src=src, index=index, num_elem_per_idx=2)], preload=[(src, x), (index, idx)], fetch=[dst])
-    expected = np.zeros((32, 6), dtype=np.float32)
-    for p in range(32):
-        pool = x[(p // 16) * 16 : (p // 16) * 16 + 16].reshape(-1)  # the group's elements, partition-major
-        for j in range(3):
-            expected[p, 2 * j : 2 * j + 2] = pool[2 * idx[p, j] : 2 * idx[p, j] + 2]
+def test_local_gather_takes_each_groups_indices_partition_first():
+    """The SDK's numpy semantics: a 16-partition group's indices, read column by column, pick
+    element runs of every partition's own row."""
+    x = RNG.standard_normal((32, 8)).astype(np.float32)
+    idx = (2 * RNG.integers(0, 4, size=(32, 3))).astype(np.int16)  # element offsets, runs of 2
+    src, index, dst = sb("float32", 32, 8), sb("int16", 32, 3, offset=64), sb("float32", 32, 20, offset=128)
+    run = execute([LocalGather(dst=dst, src=src, index=index, num_elem_per_idx=2, num_valid_indices=10)],
+                  preload=[(src, x), (index, idx)], fetch=[dst])
+    expected = np.zeros((32, 20), dtype=np.float32)
+    for g in (0, 16):
+        flat = idx[g:g + 16].reshape(-1, order="F")[:10]
+        for p in range(g, g + 16):
+            expected[p] = np.concatenate([x[p, i:i + 2] for i in flat])
     assert_bits_equal(run[0], expected)
 
 
 def test_local_gather_out_of_range_index():
-    src, index, dst = sb("bfloat16", 16, 4), sb("int32", 16, 1, offset=64), sb("bfloat16", 16, 1, offset=128)
+    src, index, dst = sb("bfloat16", 16, 4), sb("int32", 16, 1, offset=64), sb("bfloat16", 16, 16, offset=128)
     idx = np.zeros((16, 1), dtype=np.int32)
-    idx[5] = 64  # the group has 64 entries: 0..63
+    idx[5] = 4  # each partition has 4 elements: 0..3
     with pytest.raises(AccessPatternError) as info:
         execute([LocalGather(dst=dst, src=src, index=index)], preload=[(src, np.zeros((16, 4), BF16)), (index, idx)])
-    assert info.value.rule == "local_gather.index_out_of_bounds" and "index 64" in str(info.value) and "64 entries" in str(info.value)
+    assert info.value.rule == "local_gather.index_out_of_bounds" and "index 4" in str(info.value) and "4 elements" in str(info.value)
     idx[5] = -1
     with pytest.raises(AccessPatternError, match="index -1"):
         execute([LocalGather(dst=dst, src=src, index=index)], preload=[(src, np.zeros((16, 4), BF16)), (index, idx)])
@@ -132,9 +135,11 @@ S = sb("float32", 32, 8, offset=256)
         (PartitionReduce(dst=sb("float32", 1, 8), src=S, op="power"), "op.unknown", "'power'"),
         (PartitionReduce(dst=sb("float32", 1, 4), src=S, op="add"), "shape.free_mismatch", "4"),
         (LocalGather(dst=D, src=S, index=sb("float32", 32, 8, offset=512)), "local_gather.index", "float32"),
-        (LocalGather(dst=D, src=S, index=sb("int32", 32, 3, offset=512)), "local_gather.shape", "3 indices"),
-        (LocalGather(dst=D, src=S, index=sb("int32", 32, 4, offset=512), num_elem_per_idx=3), "local_gather.shape", "x 3 elements"),
-        (LocalGather(dst=sb("float32", 8, 8), src=sb("float32", 8, 8, offset=256), index=sb("int32", 8, 8, offset=512)), "local_gather.partitions", "16-partition"),
+        (LocalGather(dst=D, src=S, index=sb("int32", 32, 3, offset=512)), "local_gather.shape", "48 indices"),
+        (LocalGather(dst=D, src=S, index=sb("int32", 32, 4, offset=512), num_elem_per_idx=3), "local_gather.num_elem_per_idx", "3"),
+        (LocalGather(dst=D, src=S, index=sb("int32", 32, 4, offset=512), num_valid_indices=65), "local_gather.num_valid_indices", "65"),
+        (LocalGather(dst=sb("float32", 8, 8), src=sb("float32", 8, 8, offset=256), index=sb("int32", 8, 8, offset=512),
+                     num_valid_indices=8), "local_gather.partitions", "16-partition"),
         (LocalGather(dst=D, src=sb("float32", 16, 8, offset=256), index=sb("int32", 32, 8, offset=512)), "shape.partition_mismatch", "16"),
     ],
     ids=lambda v: v if isinstance(v, str) and "." in v else None,

@@ -56,20 +56,22 @@ def test_tensor_partition_reduce():
 
 
 def test_local_gather_within_16_partition_groups():
+    """Each group of 16 partitions gathers with its own indices, read partition-first; every
+    partition takes the elements at those positions of its own row (the SDK's numpy semantics)."""
     @nki.jit
     def gather(x, idx):
         out = nl.ndarray((128, 4), dtype=x.dtype, buffer=nl.shared_hbm)
         dst = nl.ndarray((128, 4), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.local_gather(dst=dst, src_buffer=nl.load(x), index=nl.load(idx))
+        nisa.local_gather(dst=dst, src_buffer=nl.load(x), index=nl.load(idx), num_valid_indices=4)
         nl.store(out, dst)
         return out
 
-    x = rand((128, 2), seed=3)
-    idx = np.tile(np.array([[0, 5, 17, 31]], np.uint16), (128, 1))
+    x = rand((128, 64), seed=3)
+    idx = ((np.arange(128) * 7) % 64).astype(np.uint16).reshape(128, 1)
     got = gather(x, idx)
     for g in range(8):
-        flat = x[16 * g:16 * (g + 1)].reshape(-1)  # a group's 16 partitions, partition-major
-        np.testing.assert_array_equal(got[16 * g:16 * (g + 1)], np.tile(flat[[0, 5, 17, 31]], (16, 1)))
+        first = idx[16 * g:16 * g + 4, 0]  # the group's first four indices
+        np.testing.assert_array_equal(got[16 * g:16 * (g + 1)], x[16 * g:16 * (g + 1)][:, first])
 
 
 def test_memset_on_gpsimd_and_integer_values():

@@ -21,7 +21,8 @@ from ..isa.control import LoopEnd, LoopStart, loop_structure
 from ..memory.access_pattern import HBM, PSUM, SBUF, AccessPattern
 from ..memory.onchip import OnChipMemory
 from ..program import Program
-from . import semantics
+from . import accumulator_semantics, rng_semantics, search_semantics, semantics  # noqa: F401 - they register handlers
+from .engine_state import EngineState
 from .protocol import RunReport
 
 UNINITIALIZED_POLICIES = (None, "warn", "error")
@@ -47,6 +48,7 @@ class ExactExecutor:
         self.psum = OnChipMemory("PSUM", arch.num_partitions, arch.psum_bytes_per_partition, track)
         self.hbm: dict[str, np.ndarray] = {}
         self.registers: dict[str, int] = {}
+        self.engine_state = EngineState(arch.num_partitions)  # VectorE accumulators, the RNG
         self.trip_counts: dict[int, list[int]] = {}
         self._tensor_bytes: dict[str, int] = {}  # declared HBM tensor sizes of the running program
         self._warned: set = set()
@@ -152,6 +154,7 @@ class ExactExecutor:
         if reset:
             self.sbuf.reset()
             self.psum.reset()
+            self.engine_state.reset()
         self.trip_counts = {}  # not a previous launch's counts if this one fails
         self.warnings = []
         if not self.issue_warnings:

@@ -419,20 +419,19 @@ def _partition_reduce(ex, inst: PartitionReduce):
 def _local_gather(ex, inst: LocalGather):
     src = _flat_rows(ex.read(inst.src, "src"))
     index = _flat_rows(ex.read(inst.index, "index")).astype(np.int64)
-    e = inst.num_elem_per_idx
-    out = np.empty((inst.dst.partition_count, index.shape[1] * e), dtype=src.dtype)
+    e, n = inst.num_elem_per_idx, inst.valid_indices
+    out = np.empty((inst.dst.partition_count, n * e), dtype=src.dtype)
     for g in range(0, src.shape[0], 16):
-        pool = src[g : g + 16].reshape(-1)
-        idx = index[g : g + 16]
-        bad = idx[(idx < 0) | ((idx + 1) * e > pool.size)]
+        idx = index[g : g + 16].reshape(-1, order="F")[:n]  # partition-first: column after column
+        bad = idx[(idx < 0) | (idx + e > src.shape[1])]
         if bad.size:
             raise IndexOutOfBoundsError(
                 "local_gather.index_out_of_bounds",
-                f"local_gather index {int(bad[0])} is outside the "
-                f"{pool.size // e} entries of partition group {g}..{g + 15}",
+                f"local_gather index {int(bad[0])} (+{e} elements) is outside the {src.shape[1]} elements per partition "
+                f"of partition group {g}..{g + 15}",
             )
-        offsets = (idx[..., None] * e + np.arange(e)).reshape(idx.shape[0], -1)
-        out[g : g + 16] = pool[offsets]
+        offsets = (idx[:, None] + np.arange(e)).reshape(-1)
+        out[g : g + 16] = src[g : g + 16][:, offsets]
     ex.write(inst.dst, out if out.dtype == dtypes.to_numpy(inst.dst.dtype) else dtypes.compute_view(out))
 
 

@@ -1,10 +1,13 @@
 """The NeuronCore instruction set. Import instruction classes from here."""
 
+from .accumulators import RangeSelect, SelectReduce, TensorScalarCumulative, TensorTensorScan
 from .base import ENGINE_READS, ENGINE_WRITES, ENGINES, OPCODES, Instruction
 from .control import LoopEnd, LoopStart, RegisterLoad, RegisterSet, RegisterStore, loop_structure
 from .dma import DmaCopy, DmaIndirect, DmaInstruction, DmaTranspose
 from .gpsimd import AffineSelect, Iota, LocalGather, PartitionReduce
+from .rng import Dropout, RandomFill, SetRngSeed
 from .scalar_engine import Activation
+from .search import FindIndex8, MatchReplace8, Max8, SequenceBounds
 from .sync import Barrier, SemaphoreSignal, SemaphoreWait
 from .tensor_engine import Matmul, Transpose
 from .vector import (
@@ -30,6 +33,8 @@ __all__ = [
     "Select", "Memset", "Reciprocal", "BnStats", "BnAggr", "StreamShuffle",
     "Activation",
     "Iota", "AffineSelect", "PartitionReduce", "LocalGather",
+    "TensorScalarCumulative", "TensorTensorScan", "SelectReduce", "RangeSelect",
+    "Max8", "FindIndex8", "MatchReplace8", "SequenceBounds", "SetRngSeed", "RandomFill", "Dropout",
     "SemaphoreSignal", "SemaphoreWait", "Barrier",
     "RegisterSet", "RegisterLoad", "RegisterStore", "LoopStart", "LoopEnd", "loop_structure",
 ]

@@ -111,9 +111,11 @@ class PartitionReduce(Instruction):
 class LocalGather(Instruction):
     """Gather within each group of 16 partitions (one GpSimd core's slice of SBUF).
 
-    ``index`` [P, n] (integers) selects, per output partition group, elements of ``src`` flattened
-    over the group's 16 partitions (partition-major): ``dst[p, j*e:(j+1)*e] = group(src)[index[p, j]*e : +e]``
-    with ``e = num_elem_per_idx``.
+    Each group flattens its 16 partitions of ``index`` partition-first (column by column) into one
+    list and keeps the first ``num_valid_indices`` (default: all of them). Every partition ``p`` of
+    the group then gathers, for the k-th index ``i``, the ``e = num_elem_per_idx`` elements
+    ``src[p, i : i + e]`` of its own row (free elements, flattened) into ``dst[p, k*e : (k+1)*e]``
+    - the numpy semantics of the SDK's ``nki.isa.local_gather`` docs.
     """
 
     opcode = "LOCAL_GATHER"
@@ -122,12 +124,18 @@ class LocalGather(Instruction):
     src: AccessPattern
     index: AccessPattern
     num_elem_per_idx: int = 1
+    num_valid_indices: int | None = None
 
     def reads(self):
         return [self.src, self.index]
 
     def writes(self):
         return [self.dst]
+
+    @property
+    def valid_indices(self) -> int:
+        """Indices each 16-partition group gathers with."""
+        return self.num_valid_indices if self.num_valid_indices is not None else 16 * self.index.free_size
 
     def _validate(self, arch):
         for ap, role, w in ((self.dst, "dst", True), (self.src, "src", False), (self.index, "index", False)):
@@ -137,10 +145,17 @@ class LocalGather(Instruction):
         check_same_partitions(self.index, self.dst, "index", "dst")
         if not dtypes.is_int(self.index.dtype):
             raise ValidationError("local_gather.index", f"index must be integers, got {self.index.dtype}")
-        if self.dst.free_size != self.index.free_size * self.num_elem_per_idx:
+        if self.num_elem_per_idx not in (1, 2, 4, 8, 16, 32):
+            raise ValidationError("local_gather.num_elem_per_idx",
+                                  f"num_elem_per_idx is one of 1, 2, 4, 8, 16, 32, got {self.num_elem_per_idx}")
+        if not 0 < self.valid_indices <= 16 * self.index.free_size or self.valid_indices > 4096:
+            raise ValidationError("local_gather.num_valid_indices",
+                                  f"num_valid_indices {self.valid_indices} must be in 1..{min(4096, 16 * self.index.free_size)} "
+                                  "(a group's 16 partitions of index, at most 4096)")
+        if self.dst.free_size != self.valid_indices * self.num_elem_per_idx:
             raise ValidationError(
                 "local_gather.shape",
-                f"{self.index.free_size} indices x {self.num_elem_per_idx} elements != dst's {self.dst.free_size} per partition",
+                f"{self.valid_indices} indices x {self.num_elem_per_idx} elements != dst's {self.dst.free_size} per partition",
             )
         if self.src.partition_count % 16 or self.src.partition_start % 16:
             raise ValidationError("local_gather.partitions", "local_gather works on whole 16-partition groups")

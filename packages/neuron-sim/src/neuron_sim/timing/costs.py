@@ -18,19 +18,30 @@ from ..isa import (
     BnAggr,
     BnStats,
     CopyPredicated,
+    Dropout,
+    FindIndex8,
     Iota,
     LocalGather,
+    MatchReplace8,
     Matmul,
+    Max8,
     Memset,
     PartitionReduce,
+    RandomFill,
+    RangeSelect,
     Reciprocal,
     ScalarTensorTensor,
     Select,
+    SelectReduce,
+    SequenceBounds,
+    SetRngSeed,
     StreamShuffle,
     TensorCopy,
     TensorReduce,
     TensorScalar,
+    TensorScalarCumulative,
     TensorTensor,
+    TensorTensorScan,
     Transpose,
 )
 from ..isa.control import LoopEnd, LoopStart, RegisterLoad, RegisterSet, RegisterStore
@@ -117,8 +128,21 @@ def compute_cost(inst, arch: Architecture) -> ComputeCost:
     elif isinstance(inst, PartitionReduce):
         # Cross-partition: the 8 GpSimd cores (16 partitions each) combine partials in log steps.
         cycles = n * 4
-    elif isinstance(inst, (Iota, AffineSelect, LocalGather)):
+    elif isinstance(inst, LocalGather):
+        # SDK local_gather docs: (num_valid_indices * e) / C cycles after the fixed GpSimd cost, with
+        # C = ((28 + t*e) / (t*e)) / min(4 / dtype size, e) and t = 4.
+        e, t = inst.num_elem_per_idx, 4
+        c = ((28 + t * e) / (t * e)) / min(4 / inst.src.itemsize, e)
+        cycles = inst.valid_indices * e / c
+    elif isinstance(inst, (Iota, AffineSelect, SequenceBounds)):
         cycles = n
+    elif isinstance(inst, TensorTensorScan):
+        cycles = 2 * n  # legacy cost model: a scan reads two inputs per element
+    elif isinstance(inst, (TensorScalarCumulative, SelectReduce, RangeSelect, Max8, FindIndex8, MatchReplace8, RandomFill,
+                           Dropout)):
+        cycles = n  # one element per partition per cycle (the SDK's max(MIN_II, N) for these)
+    elif isinstance(inst, SetRngSeed):
+        cycles = 1
     else:
         raise TypeError(f"no cost formula for {inst.opcode}")
 

@@ -7,20 +7,28 @@ instructions return a new tile, is accepted too: omit ``dst`` and the result is 
 
 from __future__ import annotations
 
-import functools
-import inspect
 import warnings
 
-import numpy as np
-from neuron_sim import get_architecture
 from neuron_sim import isa as sim
 
 from .. import tracing
 from ..indexing import AffineExpr, AffinePredicate, IndexExpr
 from ..language import math_ops
-from ..language.memory_ops import apply_mask, dma_move, full, inherit_window, mark_psum_written, ndarray, psum_written
+from ..language.memory_ops import apply_mask, dma_move, full, mark_psum_written, ndarray, psum_written
 from ..tensor import NkiTensor
 from . import constants as _constants
+from .accumulators import range_select, select_reduce, tensor_scalar_cumulative, tensor_tensor_scan  # noqa: F401
+from .common import (  # noqa: F401 - NkiInstruction and get_nc_version are re-exported
+    NkiInstruction,
+    _ap,
+    _dst_or_new,
+    _emit,
+    _engine,
+    _legacy_form,
+    _op,
+    _operand,
+    get_nc_version,
+)
 from .constants import (  # noqa: F401 - re-exported (see __all__)
     dge_mode,
     dma_engine,
@@ -35,96 +43,9 @@ from .constants import (  # noqa: F401 - re-exported (see __all__)
     unknown_engine,
     vector_engine,
 )
+from .random import dropout, set_rng_seed  # noqa: F401 - re-exported (see __all__)
 from .registers import register_alloc, register_load, register_move, register_store  # noqa: F401 - re-exported
-
-
-class NkiInstruction:
-    """Handle to an emitted instruction (``name=`` lookups and ``depends_on`` ordering)."""
-
-    def __init__(self, inst: sim.Instruction):
-        self.instruction = inst
-
-    def depends_on(self, *producers) -> NkiInstruction:
-        return self  # program order already orders every engine's stream
-
-
-def get_nc_version() -> nc_version:
-    return nc_version[get_architecture().nc_version]
-
-
-# numpy ufuncs legacy kernels pass as ops (op0=np.subtract), by ufunc name -> NKI op name.
-_NUMPY_OP_NAMES = {"true_divide": "divide", "absolute": "abs", "bitwise_not": "invert"}
-
-
-def _op(op) -> str:
-    """An ALU/activation op given as an nl function (nl.add), a numpy ufunc (np.add), an op-name
-    object, or a string."""
-    if isinstance(op, np.ufunc):
-        return _NUMPY_OP_NAMES.get(op.__name__, op.__name__)
-    name = getattr(op, "op_name", op)
-    if not isinstance(name, str):
-        raise tracing.current().error("op.type", f"expected an op such as nl.add or nl.exp, got {op!r}")
-    return name
-
-
-def _engine(value, default: str | None = None) -> str | None:
-    name = value.name if isinstance(value, engine) else value
-    if name in (None, "unknown"):
-        return default
-    return name
-
-
-def _ap(x, role: str):
-    if isinstance(x, NkiTensor):
-        return x.access_pattern()
-    raise tracing.current().error("operand.type", f"{role} must be a tensor, got {type(x).__name__}")
-
-
-def _operand(x):
-    """A scalar operand: an immediate or a per-partition [P, 1] tile."""
-    if isinstance(x, NkiTensor):
-        return x.reshape((x.shape[0], 1)).access_pattern() if x.size == x.shape[0] else x.access_pattern()
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise tracing.current().error("operand.type", f"expected a number or a [P, 1] tile, got {x!r}")
-    return x
-
-
-def _dst_or_new(dst, like: NkiTensor, dtype=None, buffer="sbuf") -> NkiTensor:
-    return dst if dst is not None else ndarray(like.shape, dtype or like.dtype, buffer)
-
-
-def _legacy_form(*tensor_params: str):
-    """Accept the legacy ``neuronxcc.nki.isa`` call form too: the same parameters without ``dst``
-    (``nisa.nc_matmul(a, b)``, ``nisa.tensor_reduce(nl.max, x, axis=1)``), returning a new tile,
-    with the legacy ``mask=``. A call is legacy when ``dst`` is not passed by keyword and binding
-    it to the NKI 0.6 signature leaves one of ``tensor_params`` without a tensor."""
-
-    def wrap(func):
-        names = list(inspect.signature(func).parameters)  # names[0] is "dst"
-
-        @functools.wraps(func)
-        def call(*args, **kwargs):
-            mask = kwargs.pop("mask", None)
-            bound = {**dict(zip(names, args)), **kwargs}
-            if "dst" not in kwargs and any(not isinstance(bound.get(p), NkiTensor) for p in tensor_params):
-                bound = {**dict(zip(names[1:], args)), **kwargs}
-            if mask is not None:
-                keys = [k for k, v in bound.items() if isinstance(v, NkiTensor)]
-                bound.update(zip(keys, apply_mask(mask, *(bound[k] for k in keys))))
-            result = func(**bound)
-            if bound.get("dst") is None:  # a new tile: it covers the window its masked inputs cover
-                inherit_window(result, *(bound[p] for p in tensor_params))
-            return result
-
-        return call
-
-    return wrap
-
-
-def _emit(inst: sim.Instruction, name=None) -> NkiInstruction:
-    inst.name = name
-    tracing.current().emit(inst)
-    return NkiInstruction(inst)
+from .search import max8, nc_find_index8, nc_match_replace8, sequence_bounds  # noqa: F401 - re-exported (see __all__)
 
 
 # --- data movement -----------------------------------------------------------------------------
@@ -382,10 +303,14 @@ def affine_select(dst: NkiTensor = None, pattern=None, channel_multiplier=None, 
 @_legacy_form("src_buffer", "index")
 def local_gather(dst: NkiTensor = None, src_buffer: NkiTensor = None, index: NkiTensor = None, num_elem_per_idx=1,
                  num_valid_indices=None, name=None):
-    out = dst if dst is not None else ndarray(
-        (index.shape[0], index.size // index.shape[0] * int(num_elem_per_idx)), src_buffer.dtype, "sbuf")
+    """Gather within 16-partition groups (see neuron_sim.isa.LocalGather): every partition takes,
+    for each of its group's first ``num_valid_indices`` indices (read partition-first), the
+    ``num_elem_per_idx`` elements at that offset of its own row. The legacy form returns a new
+    [P, num_valid_indices * num_elem_per_idx] tile."""
+    valid = int(num_valid_indices) if num_valid_indices is not None else 16 * (index.size // index.shape[0])
+    out = dst if dst is not None else ndarray((index.shape[0], valid * int(num_elem_per_idx)), src_buffer.dtype, "sbuf")
     _emit(sim.LocalGather(dst=_ap(out, "dst"), src=_ap(src_buffer, "src_buffer"), index=_ap(index, "index"),
-                          num_elem_per_idx=int(num_elem_per_idx)), name)
+                          num_elem_per_idx=int(num_elem_per_idx), num_valid_indices=valid), name)
     return out
 
 

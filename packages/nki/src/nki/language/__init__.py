@@ -65,6 +65,7 @@ from .memory_ops import (  # noqa: F401 - re-exported (see __all__)
     zeros_like,
 )
 from .objects import NKIObject  # noqa: F401 - re-exported (see __all__)
+from .random import dropout, rand, random_seed  # noqa: F401 - re-exported (see __all__)
 from .spmd import nc, num_programs, program_id, program_ndim, spmd_dim  # noqa: F401 - re-exported (see __all__)
 
 tensor = NkiTensor
