@@ -4,6 +4,7 @@ of inputs land in the caller's tensor, view outputs have eager's values."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -84,3 +85,29 @@ def test_host_scalar_arguments_and_host_only_graphs():
         return s * 2 + 1
 
     assert torch.compile(host_only, backend="neuron")(s).item() == 7.0
+
+
+# Empty tensors and out= tensors the op resizes, inside compiled functions (dynamo runs out= ops
+# of another shape eagerly, between graphs: those eager ops must not be traced by dynamo).
+OUT_AND_EMPTY = {
+    "abs_of_an_empty_tensor": (lambda x: x.abs(), lambda d: torch.empty(0, device=d)),
+    "abs_into_an_empty_out": (lambda x: torch.abs(x, out=torch.empty(0, device=x.device)),
+                              lambda d: torch.tensor([-1.0, 2.0, -3.0], device=d)),
+    "mul_into_an_empty_out": (lambda x: torch.mul(x, x, out=torch.empty(0, device=x.device)),
+                              lambda d: torch.tensor([0.25, -4.0], device=d)),
+    "sum_into_an_out_of_another_shape": (lambda x: torch.sum(x, 0, out=torch.empty(3, dtype=torch.int64, device=x.device)),
+                                         lambda d: torch.tensor([1, 2, 3, 4], dtype=torch.int32, device=d)),
+    "remainder_of_empty_into_an_out_of_another_shape": (
+        lambda x: torch.remainder(x, x, out=torch.empty(3, dtype=torch.int64, device=x.device)),
+        lambda d: torch.empty(1, 0, 1, dtype=torch.int64, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUT_AND_EMPTY))
+def test_empty_and_resized_out_tensors_match_eager(name):
+    fn, make = OUT_AND_EMPTY[name]
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="neuron")(make("neuron"))
+    expected = fn(make("cpu"))
+    assert (got.shape, got.stride(), got.dtype) == (expected.shape, expected.stride(), expected.dtype)
+    torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)
