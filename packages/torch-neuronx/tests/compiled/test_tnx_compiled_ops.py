@@ -161,3 +161,23 @@ def test_compiled_op_matches_cpu(name, dtype, executor_mode):
     fallback = set(torch_neuronx.get_fallback_ops()) - ALLOWED_FALLBACK.get(name, set())
     assert not fallback, f"{name} ran through CPU fallback: {sorted(fallback)}"
     torch.testing.assert_close(actual, expected, equal_nan=True, **TOL[dtype])
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.uint8, torch.float16], ids=str)
+def test_a_python_number_promotes_as_a_number_not_as_a_tensor(dtype, adaptive):
+    """``3 - x`` has no Scalar overload (rsub.Tensor): the number promotes as a wrapped number
+    (x's dtype), not as a 0-d int64 tensor - for a 0-d x too, where a tensor would win."""
+    torch_neuronx.set_adaptive_eager(adaptive)
+    try:
+        for shape in ((), (4,)):
+            x = torch.full(shape, 5, dtype=dtype)
+            for fn in (lambda t: 3 - t, lambda t: torch.rsub(t, 3), lambda t: 2 - t.neg()):
+                got, expected = fn(x.to("neuron")), fn(x)
+                assert got.dtype == expected.dtype
+                torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)
+            # a 0-d int64 *tensor* still promotes as a tensor (and is not served the number's NEFF)
+            got, expected = torch.rsub(x.to("neuron"), torch.tensor(3)), torch.rsub(x, torch.tensor(3))
+            assert got.dtype == expected.dtype
+    finally:
+        torch_neuronx.set_adaptive_eager(False)

@@ -114,3 +114,16 @@ def test_fft_round_trip():
     for fn in (lambda t: torch.fft.rfft(t, dim=1), lambda t: torch.fft.hfft(t, n=10, dim=1),
                lambda t: torch.fft.irfft(torch.fft.rfft(t)), lambda t: torch.fft.fftn(t).abs()):
         torch.testing.assert_close(fn(dev).cpu(), fn(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dst_shape, src_shape", [((), (0, 128)), ((3,), (2,)), ((2, 3), (4, 1, 3)), ((0,), (2,))])
+def test_copy_of_a_shape_that_does_not_broadcast_raises_cpus_error_at_the_call(dst_shape, src_shape):
+    for device in ("cpu", "neuron"):
+        dst, src = torch.zeros(dst_shape, device=device), torch.ones(src_shape, device=device)
+        with pytest.raises(RuntimeError) as raised:
+            dst.copy_(src)
+        if device == "cpu":
+            expected = str(raised.value)
+        else:
+            assert str(raised.value) == expected
+    torch.neuron.synchronize()  # nothing was queued that could fail later

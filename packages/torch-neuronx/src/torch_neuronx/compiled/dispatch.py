@@ -242,10 +242,14 @@ def _without_kernel(op, facts, args, kwargs):
 
 
 def _numbers_as_host_scalars(facts, args, kwargs):
+    """Python numbers given for Tensor arguments as wrapped numbers: 0-d CPU tensors that promote
+    as the number does (``3 - x`` of an int16 ``x`` is int16; a plain 0-d int64 tensor made it
+    int64)."""
     def host(value):
         if isinstance(value, (bool, int, float)):
-            return torch.scalar_tensor(value, dtype=torch.bool if isinstance(value, bool) else
-                                       torch.int64 if isinstance(value, int) else torch.get_default_dtype())
+            wrapped = _state.shim().wrapped_number(value)
+            wrapped._tnx_wrapped_number = True
+            return wrapped
         return value
 
     args = list(args)

@@ -38,7 +38,8 @@ def _scan(values, tensors: list, key: list, empty_ok: bool = False) -> None:
         if isinstance(v, torch.Tensor):
             if v.device.type != "neuron":
                 if v.device.type == "cpu" and v.dim() == 0:  # a host scalar: baked in, like a number
-                    key.append(("cpu0d", v.dtype, v.item()))
+                    # A wrapped number promotes as a number, a 0-d tensor as a tensor: not one entry.
+                    key.append(("cpu0d", v.dtype, v.item(), getattr(v, "_tnx_wrapped_number", False)))
                     continue
                 raise NotLowerable("a CPU tensor operand")  # CPU indices...: the fallback knows the rules
             if v.numel() == 0 and not empty_ok:

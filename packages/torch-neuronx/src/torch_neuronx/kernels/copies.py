@@ -24,6 +24,8 @@ _CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     """``dst.copy_(self)`` when either side is a neuron tensor, ordered on the current streams."""
     tracking.record("aten::copy_", fallback=False)
+    if self.shape != dst.shape:  # CPU's shape check, at the call (meta tensors raise its very error)
+        torch.empty(dst.shape, device="meta").copy_(torch.empty(self.shape, device="meta"))
     if is_neuron(dst) and not is_neuron(self):  # host -> device
         upload(dst, self if non_blocking and self.is_pinned() else host_snapshot(self))
     elif is_neuron(self) and not is_neuron(dst):  # device -> host
