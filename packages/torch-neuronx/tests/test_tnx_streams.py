@@ -149,3 +149,39 @@ def test_non_blocking_copies_on_a_side_stream():
         back.copy_(dev * 2, non_blocking=True)
     s.synchronize()
     assert_equal(back, torch.arange(1 << 12, dtype=torch.float32) * 2)
+
+
+def test_collected_streams_release_their_queues():
+    """2,000 streams made and dropped do not pile up runtime queues (each was one, forever)."""
+    import gc
+
+    device = execution.runtime().device(0)
+    x = torch.ones(64, device="neuron")
+    torch_neuronx.Stream()
+    gc.collect()
+    before = len(device.queues)
+    for i in range(2000):
+        s = torch_neuronx.Stream()
+        if i % 500 == 0:
+            with torch.neuron.stream(s):
+                x.add_(1)  # some of them did work: it still runs, in order
+        del s
+    torch_neuronx.Stream()
+    torch.neuron.synchronize()
+    assert len(device.queues) <= before + 2, [q.name for q in device.queues]
+    assert_equal(x, torch.full((64,), 5.0))
+
+
+def test_a_released_stream_still_current_keeps_its_order():
+    x = torch.zeros(1000, device="neuron")
+    torch.neuron.set_stream(torch_neuronx.Stream())  # the only reference is dropped here
+    try:
+        gate = _gate_current_stream()
+        x.add_(1)
+        torch_neuronx.Stream()  # releases the collected stream's queue (its work is pending)
+        x.mul_(3)  # on a queue re-created for the same stream: after the add_
+        gate.set()
+        torch.neuron.current_stream().synchronize()
+    finally:
+        torch.neuron.set_stream(torch.neuron.default_stream())
+    assert_equal(x, torch.full((1000,), 3.0))

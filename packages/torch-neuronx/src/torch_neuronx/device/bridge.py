@@ -30,6 +30,14 @@ class Bridge:
         self._queues: dict[tuple[int, int], object] = {}  # (device, stream id) -> runtime Queue
         self._events: dict[int, SimEvent] = {}
         self._stream_ids = itertools.count(1)
+        # Streams whose Python objects were collected: released at the next new stream (not in
+        # the collector, which may run inside any code holding any lock).
+        self._collected_streams: list[tuple[int, int]] = []
+        # (device, stream id) of a released stream -> an event at the end of its old queue's
+        # work, so a queue re-created for the id (the stream is still current somewhere, or was
+        # reconstructed from its id) starts after it. Dropped once that work is done.
+        self._released_streams: dict[tuple[int, int], object] = {}
+        self._last_stream_id = 0
         self._event_ids = itertools.count(1)
         self.used = False  # set by the first allocation or queue use (what makes a fork "bad")
 
@@ -40,6 +48,8 @@ class Bridge:
         self.runtime = get_runtime()
         self._queues.clear()
         self._events.clear()
+        self._collected_streams.clear()
+        self._released_streams.clear()
 
     # --- memory ----------------------------------------------------------------------------
     def malloc(self, device: int, nbytes: int) -> int:
@@ -100,15 +110,49 @@ class Bridge:
         key = (device, stream_id)
         queue = self._queues.get(key)
         if queue is None:
-            if stream_id != 0:
+            if stream_id == 0:
+                queue = self._queues[key] = self.runtime.device(device).default_queue
+            elif 0 < stream_id <= self._last_stream_id:  # a released stream, used again
+                queue = self._recreate_stream_queue(key)
+            else:
                 raise RuntimeError(f"neuron:{device} has no stream with id {stream_id}")
-            queue = self._queues[key] = self.runtime.device(device).default_queue
         return queue
 
     def new_stream(self, device: int, priority: int) -> int:
-        stream_id = next(self._stream_ids)
+        self._release_collected_streams()
+        stream_id = self._last_stream_id = next(self._stream_ids)
         self._queues[(device, stream_id)] = self.runtime.device(device).new_queue(f"stream{stream_id}")
         return stream_id
+
+    def stream_collected(self, device: int, stream_id: int) -> None:
+        """The Python object of a stream made by ``new_stream`` was collected: its queue is
+        released (at the next ``new_stream``), so streams made and dropped in a loop do not pile
+        up queues. Called from a finalizer: only records it."""
+        self._collected_streams.append((device, stream_id))
+
+    def _release_collected_streams(self) -> None:
+        while self._collected_streams:
+            key = self._collected_streams.pop()
+            if key not in self._queues:
+                continue
+            queue = self.queue(*key)  # launches work the layers above deferred on it
+            self._released_streams[key] = queue.record_event()
+            del self._queues[key]
+            queue.release()  # finishes its work, then leaves the device
+        for key, event in list(self._released_streams.items()):
+            if event.query():
+                self._released_streams.pop(key, None)  # a re-created queue need not wait for anything
+
+    def _recreate_stream_queue(self, key):
+        """A queue for a released stream that is used again: it starts after the old queue's
+        work, in host and simulated time."""
+        device = self.runtime.device(key[0])
+        queue = device.new_queue(f"stream{key[1]}", start_ns=device.sim_time_ns)
+        event = self._released_streams.pop(key, None)
+        if event is not None:
+            queue.wait_event(event)
+        self._queues[key] = queue
+        return queue
 
     def query_stream(self, device: int, stream_id: int) -> bool:
         return self.queue(device, stream_id).query()
