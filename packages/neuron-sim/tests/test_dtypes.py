@@ -253,3 +253,9 @@ def test_float16_round_half_to_even_cases():
     x = np.array([1 + 2**-11, 1 + 3 * 2**-11, 65504.0, 65519.0, 65520.0], dtype=np.float32)
     got = dtypes.convert(x, "float16").astype(np.float64).tolist()
     assert got[:4] == [1.0, 1 + 2**-9, 65504.0, 65504.0] and math.isinf(got[4])
+
+
+def test_float_to_int64_saturates_at_the_int64_bounds():
+    # float64(2**63 - 1) is 2**63: a plain astype would wrap the top to -2**63
+    values = np.array([1e19, -1e19, 3e9, np.inf, -np.inf, np.nan, 2.5], dtype=np.float32)
+    assert dtypes.convert(values, "int64").tolist() == [2**63 - 1, -(2**63), 3000000000, 2**63 - 1, -(2**63), 0, 2]

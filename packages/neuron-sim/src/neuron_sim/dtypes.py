@@ -102,6 +102,9 @@ def convert(values: np.ndarray, dtype) -> np.ndarray:
         as_float = np.rint(values.astype(np.float64, copy=False))
         lo, hi = _int_bounds(target)
         as_float = np.nan_to_num(np.clip(as_float, lo, hi), nan=0.0)
+        if target.itemsize == 8:  # float64(2**63 - 1) is 2**63, which astype would wrap to -2**63
+            top = as_float >= float(hi)
+            return np.where(top, hi, np.where(top, 0.0, as_float).astype(target)).astype(target)
         return as_float.astype(target)
     if name in FP8_TYPES and name != "float8_e8m0fnu":
         finite_max = float(ml_dtypes.finfo(target).max)

@@ -70,18 +70,41 @@ def test_cast_float_to_int_rounds_half_even_and_saturates():
     assert run[0].tolist() == [[0, 2, 2, -2, 2**31 - 1, -(2**31), 0, 7]]
 
 
-def test_int_to_int_copy_keeps_exact_values_and_saturates():
+def test_same_dtype_copy_moves_bytes_and_int_casts_go_through_fp32():
     x = np.array([[2**24 + 1, -5, 70000, -70000]], dtype=np.int32)
     run = execute(
         [
             DmaCopy(dst=sb("int32", 1, 4), src=hb("x", "int32", (1, 4))),
             DmaCopy(dst=sb("int16", 1, 4, offset=64), src=hb("x", "int32", (1, 4))),
+            DmaCopy(dst=sb("uint32", 1, 4, offset=128), src=hb("x", "int32", (1, 4))),
         ],
         hbm_inputs={"x": x},
-        fetch=[sb("int32", 1, 4), sb("int16", 1, 4, offset=64)],
+        fetch=[sb("int32", 1, 4), sb("int16", 1, 4, offset=64), sb("uint32", 1, 4, offset=128)],
     )
     assert run[0].tolist() == [[2**24 + 1, -5, 70000, -70000]]
     assert run[1].tolist() == [[32767, -5, 32767, -32768]]
+    # int32 -> uint32: through fp32 (2**24 + 1 rounds), then saturating (negatives become 0)
+    assert run[2].tolist() == [[2**24, 0, 70000, 0]]
+
+
+def test_int64_table_casts_through_fp32_and_accumulates_in_fp32():
+    i64 = np.array([[2**24 + 1, 3]], dtype=np.int64)
+    run = execute(
+        [DmaCopy(dst=sb("int32", 1, 2), src=hb("i", "int64", (1, 2)))],
+        hbm_inputs={"i": i64},
+        fetch=[sb("int32", 1, 2)],
+    )
+    assert run[0].tolist() == [[2**24, 3]]
+    table = np.array([[2**24], [5]], dtype=np.int32)
+    src, idx = np.array([[1], [1]], dtype=np.int32), np.array([[0], [1]], dtype=np.int32)
+    run = execute(
+        [DmaIndirect(direction="scatter", accumulate=True, onchip=sb("int32", 2, 1), table=hb("t", "int32", (2, 1)),
+                     index=sb("int32", 2, 1, offset=64))],
+        preload=[(sb("int32", 2, 1), src), (sb("int32", 2, 1, offset=64), idx)],
+        hbm_inputs={"t": table},
+        validate=False,
+    )
+    assert run.hbm["t"].tolist() == [[2**24], [6]]  # 2**24 + 1 is not an fp32 value
 
 
 def test_hbm_only_types_cast_on_the_way_in():

@@ -22,8 +22,8 @@ def test_cumsum(shape, dim):
     check(g, inputs, atol=_tolerance(inputs["x"], dim))
 
 
-@pytest.mark.parametrize("dtype,out", [("bfloat16", None), ("float16", "float32"), ("int32", None), ("bool", "int32"),
-                                       ("int64", "int64")])
+@pytest.mark.parametrize("dtype,out", [("bfloat16", None), ("float16", "float32"), ("int16", "int32"), ("bool", "int32"),
+                                       ("bool", "int64")])
 def test_cumsum_dtypes(dtype, out):
     g = Graph("cumsum")
     x = g.add_input("x", (33, 257), dtype)
@@ -34,12 +34,23 @@ def test_cumsum_dtypes(dtype, out):
     check(g, inputs, atol=_tolerance(inputs["x"], 1), rtol=1e-2 if narrow else 0.0)
 
 
-def test_cumsum_of_integers_is_exact():
+def test_cumsum_of_small_integers_is_exact():
     g = Graph("cumsum")
-    x = g.add_input("x", (8, 5000), "int32")
+    x = g.add1("convert", g.add_input("x", (8, 5000), "int8"), dtype="int32")  # |sums| <= 5000 * 128 < 2**24
     g.set_outputs([g.add1("cumsum", x, dim=1)], ["out"])
-    inputs = {"x": np.random.default_rng(0).integers(-100, 100, (8, 5000)).astype(np.int32)}
+    inputs = {"x": np.random.default_rng(0).integers(-128, 128, (8, 5000)).astype(np.int8)}
     check(g, inputs)  # sums of small integers stay exact in fp32
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_cumsum_of_integers_of_any_range_is_refused(dtype):
+    from neuronxcc.compiler import INEXACT_INTEGER, CompileError, compile_graph
+
+    g = Graph("cumsum")
+    g.set_outputs([g.add1("cumsum", g.add_input("x", (3, 7), dtype), dim=1)], ["out"])
+    with pytest.raises(CompileError) as info:
+        compile_graph(g)
+    assert info.value.rule == INEXACT_INTEGER
 
 
 def test_long_scans_use_partitions_and_tensor_engine_offsets():

@@ -53,13 +53,48 @@ def test_binary(op, shape, dtype):
     check(binary(op, shape, dtype), **_tol(op, dtype))
 
 
-@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide", "maximum", "minimum", "remainder", "fmod", "power"])
-def test_binary_int32(op):
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "maximum", "minimum"])
+def test_binary_int32_of_any_range_runs_on_the_integer_alu(op):
     g = binary(op, (65, 31), "int32")
     rng = np.random.default_rng(3)
-    x = rng.integers(-50, 50, (65, 31)).astype(np.int32)
-    y = rng.integers(1, 6, (65, 31)).astype(np.int32)
-    check(g, {"x": x, "y": y})
+    x = rng.integers(-(2**31), 2**31, (65, 31)).astype(np.int32)
+    y = rng.integers(-(2**31), 2**31, (65, 31)).astype(np.int32)
+    program = check(g, {"x": x, "y": y})
+    assert all(i.engine == "gpsimd" for i in program.instructions if i.opcode == "TENSOR_TENSOR")
+
+
+def _scalar(g, value, shape):
+    return g.add1("broadcast_in_dim", g.add1("constant", value=np.int32(value)), shape=shape, dims=())
+
+
+@pytest.mark.parametrize("op", ["divide", "remainder", "fmod", "power"])
+def test_binary_int32_division_and_power_run_where_fp32_is_exact(op):
+    # int8 dividends and uint8 divisors widened to int32, divisors moved off zero (1..256, and
+    # negated), exponents clamped to 0..3: small operands and results, which the fp32 datapath
+    # computes exactly (a divisor that may be zero is refused: CPU raises for it)
+    shape = (65, 31)
+    g = Graph(op)
+    x = g.add1("convert", g.add_input("x", shape, "int8"), dtype="int32")
+    y = g.add1("convert", g.add_input("y", shape, "uint8"), dtype="int32")
+    if op == "power":
+        ys = [g.add1("minimum", y, _scalar(g, 3, shape))]
+    else:
+        y = g.add1("add", y, _scalar(g, 1, shape))
+        ys = [y, g.add1("negate", y)]
+    g.set_outputs([g.add1(op, x, d) for d in ys], [f"out{k}" for k in range(len(ys))])
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, shape).astype(np.int8)
+    b = rng.integers(0, 6, shape).astype(np.uint8)
+    check(g, {"x": a, "y": b})
+
+
+@pytest.mark.parametrize("op", ["divide", "remainder", "fmod", "power"])
+def test_binary_int32_division_of_any_range_is_refused(op):
+    from neuronxcc.compiler import INEXACT_INTEGER, CompileError, compile_graph
+
+    with pytest.raises(CompileError) as info:
+        compile_graph(binary(op, (65, 31), "int32"))
+    assert info.value.rule == INEXACT_INTEGER and "int32 in [-2147483648, 2147483647]" in str(info.value)
 
 
 def test_binary_mixed_dtypes():

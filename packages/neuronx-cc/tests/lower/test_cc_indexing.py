@@ -10,6 +10,7 @@ import pytest
 from cc_helpers import Graph, check, compile_graph, run_exact, run_fast
 from neuron_sim import ValidationError, dtypes, estimate
 from neuron_sim.isa import DmaIndirect
+from neuronxcc.compiler import INEXACT_INTEGER, CompileError
 
 rng = np.random.default_rng(0)
 
@@ -18,7 +19,8 @@ def values(shape, dtype):
     if dtype == "bool":
         return rng.random(shape) < 0.5
     if dtypes.is_int(dtype):
-        return rng.integers(-1000, 1000, shape).astype(dtypes.to_numpy(dtype))
+        info = np.iinfo(dtypes.to_numpy(dtype))
+        return rng.integers(max(info.min, -1000), min(info.max, 1000), shape).astype(dtypes.to_numpy(dtype))
     return dtypes.convert(rng.standard_normal(shape).astype(np.float32) * 4, dtype)
 
 
@@ -83,13 +85,17 @@ def test_index_add_accumulates_duplicates_in_index_order(dtype, axis):
     shape = (30, 20)
     src_shape = (200, 20) if axis == 0 else (30, 200)
     g = Graph("index_add")
-    o = g.add_input("o", shape, dtype)
+    # integers: int8 data widened to int32, so every sum is small enough for the fp32 accumulation
+    stored = "int8" if dtype == "int32" else dtype
+    o = g.add_input("o", shape, stored)
     i = g.add_input("i", (200,), "int64")
-    s = g.add_input("s", src_shape, dtype)
+    s = g.add_input("s", src_shape, stored)
+    if dtype == "int32":
+        o, s = (g.add1("convert", v, dtype="int32") for v in (o, s))
     alpha = 2.0 if dtype == "int32" else 0.37
     g.set_outputs([g.add1("index_add", o, i, s, axis=axis, alpha=alpha)], ["out"])
-    program = check(g, {"o": values(shape, dtype), "i": indices((200,), shape[axis]), "s": values(src_shape, dtype)})
-    (group,) = program.metadata["groups"]
+    program = check(g, {"o": values(shape, stored), "i": indices((200,), shape[axis]), "s": values(src_shape, stored)})
+    (group,) = [g for g in program.metadata["groups"] if "fp32_copy" in g]
     assert group["fp32_copy"] == (dtype != "float32")  # bf16/int results accumulate in fp32, round once
     assert all(o.accumulate for o in indirect(program))
 
@@ -140,18 +146,30 @@ def test_cross_entropy_target_logits():
 
 
 @pytest.mark.parametrize("mode", ["set", "add"])
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int32", "bool"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int32", "int8", "bool"])
 @pytest.mark.parametrize("axis,ishape", [(0, (60, 8)), (1, (100, 3)), (1, (40, 8))], ids=str)
 def test_scatter(mode, dtype, axis, ishape):
     if dtype == "bool" and mode == "add":
         pytest.skip("scatter_add of bools is not a torch op")
     shape = (100, 8)
     g = Graph("scatter")
-    o = g.add_input("o", shape, dtype)
+    # add into int32: int8 data widened (sums small enough for the fp32 accumulation)
+    stored = "int8" if dtype == "int32" and mode == "add" else dtype
+    o = g.add_input("o", shape, stored)
     i = g.add_input("i", ishape, "int64")
-    u = g.add_input("u", (100, 8), dtype)  # larger than the index: only its leading block is used
+    u = g.add_input("u", (100, 8), stored)  # larger than the index: only its leading block is used
+    if stored != dtype:
+        o, u = (g.add1("convert", v, dtype=dtype) for v in (o, u))
     g.set_outputs([g.add1("scatter", o, i, u, axis=axis, mode=mode)], ["out"])
-    check(g, {"o": values(shape, dtype), "i": indices(ishape, shape[axis]), "u": values((100, 8), dtype)})
+    inputs = {"o": values(shape, stored), "i": indices(ishape, shape[axis]), "u": values((100, 8), stored)}
+    if dtype == "int8" and mode == "add":  # int8 sums wrap in the graph, saturate on the engines
+        with pytest.raises(CompileError) as info:
+            compile_graph(g)
+        assert info.value.rule == INEXACT_INTEGER
+        return
+    if dtype == "int32" and mode == "set":
+        inputs["u"][0, 0] = 2**31 - 1  # set moves values of any range
+    check(g, inputs)
 
 
 def test_scatter_set_duplicates_last_write_wins():

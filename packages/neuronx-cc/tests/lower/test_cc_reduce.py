@@ -44,15 +44,36 @@ def test_reduce_float32(kind, shape, dims):
     check(g, inputs, **_tolerance(kind, inputs["x"], dims, "float32"))
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "int32", "bool"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "int8", "bool"])
 @pytest.mark.parametrize("kind", ["sum", "max", "and"])
 @pytest.mark.parametrize("shape,dims", [((257, 33), (1,)), ((257, 33), (0,)), ((4, 130, 9), (0, 1, 2))], ids=str)
 def test_reduce_dtypes(kind, dtype, shape, dims):
     g = Graph("reduce")
     x = g.add_input("x", shape, dtype)
+    if dtype == "int8":  # summed in int32 (as torch sums int8), small enough for fp32 to be exact
+        x = g.add1("convert", x, dtype="int32")
     g.set_outputs([g.add1("reduce", x, kind=kind, dims=dims)], ["out"])
     inputs = random_inputs(g, 2)
     check(g, inputs, **_tolerance(kind, inputs["x"].astype(np.float64), dims, dtype))
+
+
+@pytest.mark.parametrize("kind", ["sum", "max"])
+def test_int32_reductions_of_any_range_are_refused(kind):
+    from neuronxcc.compiler import INEXACT_INTEGER, CompileError, compile_graph
+
+    g = Graph("reduce")
+    g.set_outputs([g.add1("reduce", g.add_input("x", (5, 6), "int32"), kind=kind, dims=(1,))], ["out"])
+    with pytest.raises(CompileError) as info:
+        compile_graph(g)
+    assert info.value.rule == INEXACT_INTEGER
+
+
+def test_and_of_int32_of_any_range_is_a_nonzero_test():
+    g = Graph("reduce")
+    g.set_outputs([g.add1("reduce", g.add_input("x", (5, 6), "int32"), kind="and", dims=(1,))], ["out"])
+    x = np.full((5, 6), 2**31 - 1, np.int32)
+    x[1, 3] = 0
+    check(g, {"x": x})
 
 
 @pytest.mark.parametrize("keepdims", [False, True])

@@ -53,6 +53,10 @@ TRN2 = Architecture(
         "fast LoadStationary up to 4x faster than MultiplyMoving": "SDK nki/guides/architecture/trainium2_arch.rst",
         "VectorE 0.96 GHz, ScalarE/GpSimd 1.2 GHz": "SDK nki/guides/architecture/trainium2_arch.rst",
         "MIN_II 64 cycles, ~60-cycle access overhead, GpSimd ~150 + N": "SDK@v2.26 general/nki/api/nki/isa (NC-v2 cost notes)",
+        "GpSimd integer ALU: all-int32/uint32 tensor_tensor exact in 32-bit integer arithmetic":
+            "SDK nki/api/nki/isa (nki.isa.tensor_tensor, 'int32/uint32 types'; NKI 0.6)",
+        "GpSimd 8 cores x 512-bit SIMD (16 x 32-bit lanes), 16 partitions per core: 1 element/partition/cycle":
+            "SDK nki/guides/architecture/trainium_inferentia2_arch.rst (GpSimd engine)",
         "16 DMA engines x 16 queues, 23 B/ns practical, 27.2 GB/s theoretical": "SDK nki/get-started/about/nki-dma-overview.rst; nki/deep-dives/nki-dma-bandwidth-guide.rst",
         "DMA fixed cost ~1300 ns, small transfers overhead-bound": "SDK nki/get-started/about/nki-dma-overview.rst",
         "HWDGE ~600 ns per DMA instruction (charged to the triggering engine)": "SDK nki/deep-dives/nki-dge.rst",

@@ -54,6 +54,7 @@ TRN3 = Architecture(
         "nc_matmul result up to 4096 fp32 / 8192 bf16 columns across PSUM banks": "SDK nki/api/nki/isa nc_matmul (NKI 0.5 release notes)",
         "16 DMA engines, 33 B/ns practical, 38.4 GB/s theoretical": "SDK nki/get-started/about/nki-dma-overview.rst; nki/deep-dives/nki-dma-bandwidth-guide.rst",
         "NeuronCore base clock (not published for Trn3; Trn2 value kept)": "SDK tools/neuron-explorer/profile-schema-reference.rst",
+        "GpSimd 128 elements/cycle for every dtype; integer ALU mode as on NC-v3": "SDK nki/guides/architecture/trainium3_arch.rst; see trn2.py",
         "cost constants shared with NC-v3 where no NC-v4 figure is published": "see trn2.py",
     },
 )

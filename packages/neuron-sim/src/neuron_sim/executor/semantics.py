@@ -110,10 +110,10 @@ def _operand(ex, operand, role: str, bitvec: bool):
 
 
 def _dma_convert(values: np.ndarray, dst_dtype: str) -> np.ndarray:
-    """DMA casts go through fp32; integer-to-integer copies keep their exact values (saturating)."""
+    """A DMA between equal dtypes moves bytes; between different dtypes it casts the source to
+    fp32 and that to the destination (RNE, saturating): integers above 2**24 round on the way,
+    integer-to-integer casts included (nki.isa.dma_copy, "Data types", NKI 0.6)."""
     if values.dtype == dtypes.to_numpy(dst_dtype):
-        return values
-    if values.dtype.kind in "iub" and dtypes.is_int(dst_dtype):
         return values
     return values.astype(np.float32)
 
@@ -161,17 +161,12 @@ def _dma_indirect(ex, inst: DmaIndirect):
     # Writes go through ``table_view`` (never through the reshaped ``table``, which is a copy for
     # non-contiguous rows), and only touch the indexed rows.
     if inst.accumulate:
-        # DMA compute adds in fp32 for every float type (fp8/bf16 included), exactly for integers.
-        float_table = dtypes.is_float(inst.table.dtype)
-        acc_dtype = np.float32 if float_table else np.int64
+        # DMA compute casts both sides to fp32, adds, and casts the sum to the table's dtype - for
+        # integer tables too (nki.isa.dma_copy with dst_rmw_op, "Data types", NKI 0.6).
         rows_hit = np.unique(target)
-        acc = table[rows_hit].astype(acc_dtype)
+        acc = dtypes.compute_view(table[rows_hit]).copy()
         position = np.searchsorted(rows_hit, target)
-        if float_table:
-            addend = dtypes.compute_view(src)
-        else:  # integers add exactly; float sources round (RNE) to integers first
-            addend = src.astype(np.int64) if src.dtype.kind in "iub" else dtypes.convert(dtypes.compute_view(src), "int64")
-        np.add.at(acc, position, addend.astype(acc_dtype))
+        np.add.at(acc, position, dtypes.compute_view(src))
         table_view[rows_hit] = dtypes.convert(acc, inst.table.dtype).reshape((len(rows_hit),) + row_shape)
     else:
         values = dtypes.convert(_dma_convert(src, inst.table.dtype), inst.table.dtype)
@@ -229,6 +224,12 @@ def _alu_input(ex, ap, role, op):
 
 @handles(TensorTensor)
 def _tensor_tensor(ex, inst: TensorTensor):
+    if inst.op in ops.INTEGER_ALU_OPS and ops.integer_mode(inst.engine, inst.dst, inst.in0, inst.in1):
+        a = _flat_rows(ex.read(inst.in0, "in0")).astype(np.int64)
+        b = _flat_rows(ex.read(inst.in1, "in1")).astype(np.int64)
+        # 32-bit results wrap (written as they are, not saturated by the write's conversion).
+        ex.write(inst.dst, ops.INTEGER_ALU_OPS[inst.op](a, b).astype(dtypes.to_numpy(inst.dst.dtype)))
+        return
     a = _flat_rows(_alu_input(ex, inst.in0, "in0", inst.op))
     b = _flat_rows(_alu_input(ex, inst.in1, "in1", inst.op))
     ex.write(inst.dst, _binary(inst.op, a, b))

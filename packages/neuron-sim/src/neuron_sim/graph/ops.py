@@ -1,9 +1,15 @@
 """Graph-level operations: shape rules and whole-tensor semantics with the engines' numerics.
 
-Every op computes as the NeuronCore does - floats and integer arithmetic in fp32, bitwise ops on
-integer bits, fp32 accumulation for reductions and matmuls - and rounds its result to the output
-dtype on write (``dtypes.convert``: RNE, saturating integers). The fast executor uses these
-definitions; compilers lower the same ops to ISA programs whose results must agree.
+Floats compute as the NeuronCore does - in fp32, with fp32 accumulation for reductions and
+matmuls - and round to the output dtype on write (``dtypes.convert``: RNE). Integers are exact:
+data movement moves values; compares, min/max, sums, cumsum, argmin/argmax, abs/negate, add,
+subtract and multiply compute the mathematical result wrapped to the result dtype (two's
+complement, as PyTorch and the GpSimd integer ALU do); integer division truncates and ``fmod``
+takes the dividend's sign (StableHLO's ``divide``/``remainder``); integer-to-integer converts wrap.
+Only ``dot_general`` (TensorE multiplies floats) and ops with a float operand or result compute
+integers in fp32. A compiler lowers an integer op only where the engines give these exact results
+(neuronxcc's integer check) and refuses it otherwise. The fast executor uses these definitions;
+compiled ISA programs must agree with them.
 """
 
 from __future__ import annotations
@@ -87,6 +93,22 @@ def f32(a: np.ndarray) -> np.ndarray:
     return a if a.dtype == np.float32 else a.astype(np.float32)
 
 
+def is_integer(a: np.ndarray) -> bool:
+    """Integer or bool data: computed exactly (see the module docstring)."""
+    return a.dtype.kind in "iub"
+
+
+def wrap(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Exact integer ``values`` as ``dtype``: two's-complement wrap for integers, nonzero for bool,
+    the engines' rounding for floats."""
+    name = dtypes.dtype_name(dtype)
+    if name == "bool":
+        return values != 0
+    if dtypes.is_int(name):
+        return values.astype(dtypes.to_numpy(name), copy=False)
+    return dtypes.convert(values, name)
+
+
 def _same(types, attrs):
     return [types[0]]
 
@@ -121,15 +143,29 @@ CORRECTLY_ROUNDED_UNARY = frozenset({"abs", "negate", "sqrt", "rsqrt", "reciproc
                                      "sign", "square", "copy", "relu"})
 
 
+def _identity(x):
+    return x
+
+
+# Unary ops with an exact integer form (integer operand and result).
+INTEGER_UNARY = {
+    "abs": np.abs, "negate": np.negative, "sign": np.sign, "square": np.square, "copy": _identity,
+    "relu": lambda x: np.maximum(x, 0), "floor": _identity, "ceil": _identity, "round": _identity, "trunc": _identity,
+}
+
+
 def unary_evaluator(name, fn=None):
     """The evaluate function of unary op ``name``, computing with ``fn`` (default ``UNARY[name]``;
     an executor may pass a host-speed form of the same function, elementwise with the same bits)."""
     fn = UNARY[name] if fn is None else fn
     once = name in CORRECTLY_ROUNDED_UNARY
+    exact = INTEGER_UNARY.get(name)
 
     def evaluate(arrays, attrs, out_types):
         a = arrays[0]
         with np.errstate(all="ignore"):
+            if exact is not None and is_integer(a) and not dtypes.is_float(out_types[0].dtype):
+                return [wrap(exact(a.astype(np.int64)), out_types[0].dtype)]
             if once and a.size > 1 and _uniform(a):  # GELU's rsqrt(2) broadcast over the tensor: one rsqrt
                 one = f32(a[(slice(0, 1),) * a.ndim])
                 value = dtypes.convert(np.asarray(fn(one), dtype=np.float32), out_types[0].dtype)
@@ -157,24 +193,46 @@ def _binary_infer(op):
     return infer_
 
 
-def _binary_eval(fn, bitwise=False):
+def _truncating_divide(a, b):
+    """Integer division rounding toward zero (StableHLO ``divide`` on integers); x / 0 is 0."""
+    q = np.floor_divide(a, b)
+    return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
+
+
+def _integer_power(a, b):
+    """``a ** b`` as PyTorch computes integer tensors: a negative exponent gives 1 / a**|b| rounded
+    toward zero - 1 for a == 1, +-1 for a == -1, else 0 (a number as exponent it refuses)."""
+    positive = np.power(a, np.maximum(b, 0))
+    reciprocal = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(b < 0, reciprocal, positive)
+
+
+# Binary ops with an exact integer form (integer operands and result), computed in int64.
+INTEGER_BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
+    "divide": _truncating_divide, "remainder": np.mod, "fmod": np.fmod, "power": _integer_power,
+}
+
+
+def _binary_eval(name, fn, bitwise=False):
+    exact = INTEGER_BINARY.get(name)
+
     def evaluate(arrays, attrs, out_types):
         a, b = arrays
         with np.errstate(all="ignore"):
             if bitwise:
-                result = fn(a.astype(np.int64), b.astype(np.int64))
-                if out_types[0].dtype == "bool":
-                    return [result != 0]
-                return [result.astype(dtypes.to_numpy(out_types[0].dtype))]  # wraps, as integer hardware does
+                return [wrap(fn(a.astype(np.int64), b.astype(np.int64)), out_types[0].dtype)]
+            if exact is not None and is_integer(a) and is_integer(b) and not dtypes.is_float(out_types[0].dtype):
+                return [wrap(exact(a.astype(np.int64), b.astype(np.int64)), out_types[0].dtype)]
             return [dtypes.convert(np.asarray(fn(f32(a), f32(b)), dtype=np.float32), out_types[0].dtype)]
 
     return evaluate
 
 
 for _name, _fn in BINARY.items():
-    _op(_name, 2, "elementwise")((_binary_infer(_name), _binary_eval(_fn)))
+    _op(_name, 2, "elementwise")((_binary_infer(_name), _binary_eval(_name, _fn)))
 for _name, _fn in BITWISE.items():
-    _op(_name, 2, "elementwise")((_binary_infer(_name), _binary_eval(_fn, bitwise=True)))
+    _op(_name, 2, "elementwise")((_binary_infer(_name), _binary_eval(_name, _fn, bitwise=True)))
 
 
 def _not_eval(arrays, attrs, out_types):
@@ -203,11 +261,12 @@ def _uniform(a: np.ndarray) -> bool:
 def _compare_eval(arrays, attrs, out_types):
     a, b = arrays
     compare = COMPARE[attrs["direction"]]
+    view = _identity if is_integer(a) and is_integer(b) else f32  # integers compare exactly
     with np.errstate(invalid="ignore"):
         if _uniform(a) and _uniform(b):  # lerp's weight < 0.5: one comparison, broadcast
             one = (0,) * a.ndim
-            return [np.broadcast_to(compare(f32(a[one]), f32(b[one])), a.shape)]
-        return [compare(f32(a), f32(b))]
+            return [np.broadcast_to(compare(view(a[one]), view(b[one])), a.shape)]
+        return [compare(view(a), view(b))]
 
 
 _op("compare", 2, "elementwise")((_compare_infer, _compare_eval))
@@ -239,9 +298,9 @@ def _convert_infer(types, attrs):
 def _convert_eval(arrays, attrs, out_types):
     a = arrays[0]
     target = out_types[0].dtype
-    if dtypes.is_int(target) or target == "bool" or a.dtype.kind in "iub":
-        return [dtypes.convert(a if a.dtype.kind in "iub" else f32(a), target)]
-    return [dtypes.convert(f32(a), target)]
+    if is_integer(a):  # integer -> integer wraps; integer -> float rounds the exact value once
+        return [wrap(a, target)]
+    return [dtypes.convert(f32(a), target)]  # float -> integer: RNE, saturating (the engines' write)
 
 
 _op("convert", 1, "elementwise")((_convert_infer, _convert_eval))
@@ -407,6 +466,8 @@ def _reduce_eval(arrays, attrs, out_types):
     fn, _ = REDUCE[attrs["kind"]]
     if attrs["kind"] in ("and", "or"):
         return [fn.reduce(a != 0, axis=dims, keepdims=attrs.get("keepdims", False))]
+    if is_integer(a) and not dtypes.is_float(out_types[0].dtype):
+        return [wrap(fn.reduce(a.astype(np.int64), axis=dims, keepdims=attrs.get("keepdims", False)), out_types[0].dtype)]
     with np.errstate(all="ignore"):
         result = fn.reduce(f32(a), axis=dims, keepdims=attrs.get("keepdims", False), dtype=np.float32)
     return [dtypes.convert(np.asarray(result, dtype=np.float32), out_types[0].dtype)]
@@ -425,7 +486,7 @@ def _arg_infer(types, attrs):
 
 def _arg_eval(fn):
     def evaluate(arrays, attrs, out_types):
-        a = f32(arrays[0])
+        a = arrays[0] if is_integer(arrays[0]) else f32(arrays[0])
         dim = attrs["dim"] % a.ndim
         with np.errstate(invalid="ignore"):
             idx = fn(a, axis=dim, keepdims=attrs.get("keepdims", False))
@@ -439,7 +500,10 @@ _op("argmin", 1)((_arg_infer, _arg_eval(np.argmin)))
 
 
 def _cumsum_eval(arrays, attrs, out_types):
-    return [dtypes.convert(np.cumsum(f32(arrays[0]), axis=attrs["dim"], dtype=np.float32), out_types[0].dtype)]
+    a = arrays[0]
+    if is_integer(a) and not dtypes.is_float(out_types[0].dtype):
+        return [wrap(np.cumsum(a.astype(np.int64), axis=attrs["dim"]), out_types[0].dtype)]
+    return [dtypes.convert(np.cumsum(f32(a), axis=attrs["dim"], dtype=np.float32), out_types[0].dtype)]
 
 
 _op("cumsum", 1)((lambda types, attrs: [TensorType(types[0].shape, attrs.get("dtype", types[0].dtype))], _cumsum_eval))
@@ -540,15 +604,17 @@ def _scatter_eval(arrays, attrs, out_types):
     operand, idx, updates = arrays
     axis = attrs["axis"] % operand.ndim
     idx = _check_index(idx, operand.shape[axis], "scatter")
-    out = f32(operand).copy()
+    exact = is_integer(operand) and is_integer(updates)
+    view = (lambda x: x.astype(np.int64)) if exact else f32
+    out = view(operand).copy()
     grid = np.indices(idx.shape)
     target = tuple(idx if d == axis else grid[d] for d in range(operand.ndim))
-    values = f32(updates)[tuple(slice(0, s) for s in idx.shape)]
+    values = view(updates)[tuple(slice(0, s) for s in idx.shape)]
     if attrs.get("mode", "set") == "add":
         np.add.at(out, target, values)
     else:
         out[target] = values
-    return [dtypes.convert(out, out_types[0].dtype)]
+    return [wrap(out, out_types[0].dtype) if exact else dtypes.convert(out, out_types[0].dtype)]
 
 
 _op("scatter", 3, "indexed_writes")((_scatter_infer, _scatter_eval))
@@ -559,8 +625,13 @@ def _index_add_eval(arrays, attrs, out_types):
     operand, idx, source = arrays
     axis = attrs["axis"] % operand.ndim
     idx = _check_index(idx.reshape(-1), operand.shape[axis], "index_add")
+    alpha = attrs.get("alpha", 1.0)
+    if is_integer(operand) and is_integer(source) and float(alpha).is_integer():
+        out = np.moveaxis(operand.astype(np.int64), axis, 0).copy()
+        np.add.at(out, idx, np.moveaxis(source.astype(np.int64), axis, 0) * int(alpha))
+        return [wrap(np.moveaxis(out, 0, axis), out_types[0].dtype)]
     out = np.moveaxis(f32(operand).copy(), axis, 0)
-    np.add.at(out, idx, np.moveaxis(f32(source), axis, 0) * np.float32(attrs.get("alpha", 1.0)))
+    np.add.at(out, idx, np.moveaxis(f32(source), axis, 0) * np.float32(alpha))
     return [dtypes.convert(np.moveaxis(out, 0, axis), out_types[0].dtype)]
 
 

@@ -62,6 +62,38 @@ REDUCE_OPS = {
 
 ALL_BINARY_OPS = {**ARITHMETIC_OPS, **BITVEC_OPS}
 
+# GpSimd's integer ALU: a tensor_tensor on GpSimd whose tiles are all int32 (or all uint32) computes
+# in native 32-bit integer arithmetic - exact for every 32-bit value, wrapping on overflow - instead
+# of through fp32 (nki.isa.tensor_tensor, "int32/uint32 types", NKI 0.6: "uses native integer
+# arithmetic. This ensures exact results for all 32-bit integer values"). Operands are taken as
+# int64 here and the result wrapped to the tile's dtype. Division, modulo and power have no
+# published integer semantics and are not modelled in this mode.
+INTEGER_MODE_DTYPES = ("int32", "uint32")
+INTEGER_ALU_OPS = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
+    "abs_min": lambda a, b: np.minimum(np.abs(a), np.abs(b)),
+    "equal": lambda a, b: (a == b).astype(np.int64),
+    "not_equal": lambda a, b: (a != b).astype(np.int64),
+    "greater": lambda a, b: (a > b).astype(np.int64),
+    "greater_equal": lambda a, b: (a >= b).astype(np.int64),
+    "less": lambda a, b: (a < b).astype(np.int64),
+    "less_equal": lambda a, b: (a <= b).astype(np.int64),
+    "logical_and": lambda a, b: np.logical_and(a != 0, b != 0).astype(np.int64),
+    "logical_or": lambda a, b: np.logical_or(a != 0, b != 0).astype(np.int64),
+    "logical_xor": lambda a, b: np.logical_xor(a != 0, b != 0).astype(np.int64),
+    "bypass": lambda a, b: a,
+}
+
+
+def integer_mode(engine: str, *aps) -> bool:
+    """Whether an instruction on ``engine`` over these tiles runs on GpSimd's integer ALU."""
+    return engine == "gpsimd" and len({ap.dtype for ap in aps}) == 1 and aps[0].dtype in INTEGER_MODE_DTYPES
+
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 

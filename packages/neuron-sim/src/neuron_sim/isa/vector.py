@@ -1,6 +1,8 @@
 """Elementwise, reduction and statistics instructions of VectorE (some also run on ScalarE/GpSimd).
 
-All compute in fp32 and round on write, except bitvec ops, which work on integer bits.
+All compute in fp32 and round on write, except bitvec ops, which work on integer bits, and a
+tensor_tensor on GpSimd over int32 (or uint32) tiles only, which runs on GpSimd's integer ALU
+(``ops.INTEGER_ALU_OPS``: exact 32-bit arithmetic).
 """
 
 from __future__ import annotations
@@ -67,6 +69,12 @@ class TensorTensor(_Elementwise):
         self._check_binary_op(self.op, self.dst, self.in0, self.in1)
         if self.in0.memory == PSUM and self.in1.memory == PSUM:
             raise ValidationError("tensor_tensor.both_psum", "tensor_tensor cannot read both inputs from PSUM")
+        if (ops.integer_mode(self.engine, self.dst, self.in0, self.in1) and self.op not in ops.INTEGER_ALU_OPS
+                and self.op not in ops.BITVEC_OPS):
+            raise ValidationError(
+                "alu.integer_mode_op",
+                f"GpSimd's integer ALU (all tiles {self.dst.dtype}) has no modelled {self.op}; it computes "
+                f"{sorted(ops.INTEGER_ALU_OPS)} exactly - run {self.op} on VectorE in fp32 instead")
 
 
 @dataclass(kw_only=True, eq=False)

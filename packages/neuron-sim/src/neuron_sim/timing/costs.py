@@ -98,6 +98,9 @@ def compute_cost(inst, arch: Architecture) -> ComputeCost:
         elif _all_sbuf_half(in0, in1) and inst.op in ("add", "multiply", "subtract"):
             cycles = n
         else:
+            # Two SBUF reads per element. GpSimd's integer ALU mode (int32/uint32 tiles) streams at
+            # the same rate: 8 cores x 512-bit SIMD = 16 32-bit lanes per core, each core serving 16
+            # partitions, so one element per partition per cycle and operand.
             cycles = 2 * n
     elif isinstance(inst, (TensorScalar, TensorCopy)):
         factor, mode = _vector_mode(arch, inst.engine, [inst.src, inst.dst], True)

@@ -2,7 +2,7 @@
 
 * names: graph inputs and outputs are named, uniquely;
 * dtypes: float64 is refused (no engine computes it; int64 is stored as int64 in HBM and computed
-  as int32 on chip);
+  on chip as described in ``integers.py``, which also refuses integer ops no engine does exactly);
 * types: each node's recorded output types must be what its op's shape rule infers (a graph read
   from a dict, or edited by hand, can disagree), and the op must exist.
 """

@@ -99,6 +99,9 @@ def _generated(ctx, array: np.ndarray, value) -> View:
     chip = onchip_dtype(dtype)
     flat = array.reshape(-1)
     dest = ctx.internal(array.shape, dtype, f"_const{value.id}")
+    if dtypes.is_int(dtype) and flat.itemsize == 8:  # int64: written as its int32 words (exact)
+        flat, dtype = np.ascontiguousarray(flat).view(np.int32), "int32"
+        chip = dtype
     tile = ctx.builder.sbuf((1, flat.size), chip)
     start = 0
     while start < flat.size:  # one Memset per run of equal values

@@ -36,6 +36,7 @@ class LoweringContext:
                 self.consumers[v.id].append(n)
         self.output_names = {v.id: v.name for v in graph.outputs}
         self.views: dict[int, View] = {}
+        self.integer_alu: set[int] = set()  # value ids computed on GpSimd's integer ALU (``integers.py``)
         self.constants: dict[str, dict] = {}  # program metadata: data of constant input tensors
         self.group_log: list[dict] = []
         self.names: set[str] = set()

@@ -19,6 +19,7 @@ from .context import LoweringContext
 from .errors import CompileError
 from .fold import fold_constants
 from .fusion import live_nodes, partition
+from .integers import as_planned, as_views, check_integers
 from .lower import LOWERINGS, load_all
 from .lower.movement import materialize, materialize_value
 from .sbuf import SpacedAllocator
@@ -60,12 +61,15 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
             raise CompileError(err.rule, err.detail) from None
     check_graph(graph)
     load_all()
-    nodes = live_nodes(graph)
+    nodes = as_views(live_nodes(graph))
     folded = fold_constants(nodes)
+    integers = check_integers(nodes, graph, folded)
+    nodes = as_planned(nodes, integers)
     groups = partition(nodes, folded, arch.sbuf_usable_bytes_per_partition)
     builder = ProgramBuilder(name or graph.name, arch)
     builder.sbuf_allocator = spaced = SpacedAllocator(builder.sbuf_allocator)
     ctx = LoweringContext(graph, arch, builder, nodes, folded)
+    ctx.integer_alu = integers.integer_alu
     for group in groups:
         first = group.nodes[0]
         ctx.em.location = first.location

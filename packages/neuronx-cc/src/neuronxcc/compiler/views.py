@@ -94,6 +94,18 @@ class View:
         strides = reshape_strides(self.shape, self.strides, shape)
         return None if strides is None else replace(self, shape=shape, strides=strides)
 
+    def part(self, dtype: str, index: int = 0) -> View:
+        """Part ``index`` of each element of an HBM view, as a view of the narrower (or equally
+        wide) ``dtype`` over the same tensor, little-endian: ``part("int32", 1)`` is the high word of
+        each int64, ``part("uint8")`` the low byte of each int32. Moving it moves those bytes."""
+        from neuron_sim import dtypes
+
+        ratio, rest = divmod(dtypes.itemsize(self.dtype), dtypes.itemsize(dtype))
+        if self.kind != "hbm" or rest or not 0 <= index < ratio:
+            raise ValueError(f"no part {index} of {dtype} in a {self.kind} view of {self.dtype}")
+        return replace(self, dtype=dtype, strides=tuple(ratio * s for s in self.strides),
+                       offset=ratio * self.offset + index)
+
     def select_dim(self, dim: int, index: int) -> View:
         """Fix ``dim`` to ``index`` (the dim stays, with size 1)."""
         shape = list(self.shape)

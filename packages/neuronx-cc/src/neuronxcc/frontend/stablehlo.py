@@ -613,6 +613,14 @@ def _is_identity(value: np.ndarray, kind: str, dtype: str) -> bool:
         return v == 1
     if kind in ("and", "or"):
         return bool(v) == (kind == "and")
+    if (dtype.startswith("uint") or dtype == "bool") and kind in ("max", "min"):
+        # torch-mlir 20261001 starts max/min reductions of unsigned types at the *signed* extremes
+        # (uint8: 128 and 127, the bits of -128 and 127; bool: true and false, -1 and 0 as i1):
+        # meant as the identity, taken as such - combined, they would clip every result to that
+        # value (amax of a uint8 tensor gave 128, of a bool tensor True).
+        bits = 1 if dtype == "bool" else 8 * dtypes.itemsize(dtype)
+        if int(v) == (1 << (bits - 1) if kind == "max" else (1 << (bits - 1)) - 1):
+            return True
     return _is_extreme(np.asarray(v), dtype, -np.inf if kind == "max" else np.inf)
 
 

@@ -11,7 +11,7 @@ aliasing facts the compiler records in the NEFF and how the call's tensors alias
 from __future__ import annotations
 
 import torch
-from neuron_sim import dtypes
+from neuronxcc.compiler import INEXACT_INTEGER, CompileError
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from ..ops.fallback import as_cpu_kernel_returns
@@ -129,10 +129,12 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         if tuple(value.type.shape) != shape or value.type.dtype != sim_dtype(spec.dtype):
             # Never write one type's bytes into another's buffer: run this call on CPU instead.
             raise NotLowerable(f"{op}: traced result {value.type} differs from CPU's {list(spec.shape)} {spec.dtype}")
-    refused = _inexact_integer_op(graph)
-    if refused is not None:
-        raise NotLowerable(f"{op}: {refused}")
-    neff = compile_graph(graph, arch)
+    try:
+        neff = compile_graph(graph, arch)
+    except CompileError as err:
+        if err.rule == INEXACT_INTEGER:  # the compiler's verdict: no engine gives CPU's integers here
+            raise NotLowerable(f"{op}: {err.detail}") from None
+        raise
     return CompiledNeff(
         neff=neff,
         in_nbytes=[storage_span(s, st) * d.itemsize for s, st, d in specs],
@@ -165,65 +167,3 @@ def _probe_cpu_dtype_support(op, args, kwargs, specs) -> None:
         raise NotLowerable(f"{op} fails on CPU for these dtypes: {type(err).__name__}: {str(err).splitlines()[0][:200]}") from None
 
 
-_DATA_MOVEMENT = {"reshape", "transpose", "broadcast_in_dim", "slice", "as_strided", "concatenate", "pad", "reverse", "copy",
-                  "constant", "select", "gather", "take_along_axis"}
-_POSITIONS = {"iota", "argmax", "argmin"}  # integers bounded by the shapes (exact below 2**24)
-_INDEXED = {"gather", "take_along_axis", "scatter", "index_add"}  # operand 1 is an index
-
-
-def _inexact_integer_op(graph) -> str | None:
-    """Why ``graph`` cannot give CPU's integer results, or None.
-
-    The engines compute in fp32: integers are exact below 2**24, and results saturate where CPU
-    wraps. So integer arithmetic runs on the device only where it is exact: on integers the graph
-    makes from positions (iota, argmax: masks like ``tril``), and on integer data that only ends
-    up as an index (wrapping negative indices: bounded by the indexed dimension). Other integer
-    data may be moved, cast and compared (exact below 2**24, as on the hardware) but its
-    arithmetic runs through CPU fallback."""
-    def is_int(v):
-        return dtypes.is_int(v.type.dtype)
-
-    index_only = _index_only_values(graph)
-    bounded = set()  # integer values derived only from positions and constants
-    for node in graph.nodes:
-        ints_in = [v for v in node.inputs if is_int(v)]
-        if node.op in _POSITIONS or node.op == "constant":
-            bounded.update(v.id for v in node.outputs)
-            continue
-        if node.op in _DATA_MOVEMENT or node.op == "compare" or node.op == "scatter" and node.attrs.get("mode") != "add":
-            if all(v.id in bounded for v in ints_in):
-                bounded.update(v.id for v in node.outputs)
-            continue
-        if node.op == "convert":
-            src, dst = node.inputs[0].type.dtype, node.outputs[0].type.dtype
-            if all(v.id in bounded for v in ints_in):
-                bounded.update(v.id for v in node.outputs)
-            if not dtypes.is_int(dst) or src == "bool" or dtypes.itemsize(dst) >= min(dtypes.itemsize(src), 4):
-                continue  # to float/bool, from bool, or to an integer of at least 32 bits (index widths)
-            return f"{src} -> {dst} conversion (CPU wraps out-of-range values, the engines saturate)"
-        operands = node.inputs[:1] if node.op in ("index_add", "scatter") else ints_in
-        if all(v.id in bounded for v in operands if is_int(v)):
-            bounded.update(v.id for v in node.outputs if is_int(v))
-            continue
-        if all(v.id in index_only for v in node.outputs):
-            continue
-        return f"integer {node.op} on integer data (the engines compute integers in fp32)"
-    return None
-
-
-def _index_only_values(graph) -> set:
-    """Ids of values used only (through integer ops) as the index operand of a gather/scatter."""
-    uses: dict[int, list] = {}
-    for node in graph.nodes:
-        for pos, v in enumerate(node.inputs):
-            uses.setdefault(v.id, []).append((node, pos))
-    outputs = {v.id for v in graph.outputs}
-    index_only: set = set()
-    for node in reversed(graph.nodes):
-        for v in node.outputs:
-            if v.id in outputs or v.id not in uses:
-                continue
-            if all((user.op in _INDEXED and pos == 1) or all(o.id in index_only for o in user.outputs)
-                   for user, pos in uses[v.id]):
-                index_only.add(v.id)
-    return index_only

@@ -11,6 +11,12 @@ Options (``torch.compile(..., options={...})`` or the environment, docs/environm
   when a graph cannot be lowered; ``"eager"`` runs that graph op by op instead (with a warning).
   Environment: ``TORCH_NEURONX_COMPILE_FALLBACK``.
 
+A graph with an integer op no engine computes exactly for the values it may hold (int64 cumsum,
+argmin, multiply or division past 2**24; integer division by a value that may be zero, which CPU
+refuses by value) runs op by op in either mode, with a ``NeuronCompileFallbackWarning``: eager
+mode then runs just those ops through CPU fallback, giving CPU's values (or CPU's error), never a
+rounding through fp32 and never an error CPU would not raise.
+
 Shapes are static: a graph dynamo made dynamic (after a shape change, or ``dynamic=True``) is
 refused with advice (``dynamic=False``, ``torch_neuronx.dynamo.pad_to_bucket``), or runs eagerly
 under the eager fallback.
@@ -25,6 +31,7 @@ import pkgutil
 import warnings
 
 import torch
+from neuronxcc.compiler import INEXACT_INTEGER
 from neuronxcc.frontend.fx import sdpa_math
 
 from . import metrics
@@ -114,7 +121,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | Non
         try:
             return CompiledGraph(aot_gm, aot_inputs, name, kind)
         except NeuronCompileError as err:
-            if fallback == "error":
+            if fallback == "error" and err.rule != INEXACT_INTEGER:
                 raise
             _warn_fallback(name, aot_gm, err)
             return make_boxed_func(aot_gm.forward)

@@ -11,10 +11,12 @@ FALLBACK_ADVICE = ("set TORCH_NEURONX_COMPILE_FALLBACK=eager (or torch.compile(.
 class NeuronCompileError(RuntimeError):
     """A graph of ``torch.compile(backend="neuron")`` has something the NeuronCore compiler cannot
     lower. ``op`` is the op (``aten.erfinv.default``, ``stablehlo.sort``), ``location`` the user's
-    source line (``model.py:42``) when known, ``reason`` what exactly is missing."""
+    source line (``model.py:42``) when known, ``reason`` what exactly is missing, ``rule`` the
+    compiler's rule when neuronx-cc refused the graph (``compile.inexact_integer``)."""
 
-    def __init__(self, op: str, reason: str, location: str | None = None, graph: str | None = None):
-        self.op, self.reason, self.location, self.graph = op, reason, location, graph
+    def __init__(self, op: str, reason: str, location: str | None = None, graph: str | None = None,
+                 rule: str | None = None):
+        self.op, self.reason, self.location, self.graph, self.rule = op, reason, location, graph, rule
         where = f" at {location}" if location else ""
         in_graph = f" in {graph}" if graph else ""
         super().__init__(f"cannot compile '{op}'{where}{in_graph} for the NeuronCore: {reason}\n  {FALLBACK_ADVICE}")

@@ -114,7 +114,7 @@ class CompiledGraph:
                 neff = compile_neff(graph, arch, name=self.name)
             except CompileError as err:
                 raise NeuronCompileError(getattr(err, "op", None) or "graph", str(err), getattr(err, "location", None),
-                                         graph=self.name) from None
+                                         graph=self.name, rule=err.rule) from None
             outputs = [OutputSpec(shape, strides, dtype, storage_span(shape, strides) * dtype.itemsize)
                        for shape, strides, dtype, _ in self.out_layouts]
             entry = CACHE.put(key, CompiledNeff(neff, [storage_span(s, st) * d.itemsize for s, st, d in specs], outputs))

@@ -23,7 +23,7 @@ def register_lowering(kind: str):
 
 def load_all() -> None:
     """Import the built-in lowerings (each registers itself)."""
-    from . import argreduce, cumsum, elementwise, indexing, matmul, movement  # noqa: F401
+    from . import argreduce, cumsum, elementwise, indexing, matmul, movement, words64  # noqa: F401
 
 
 __all__ = ["LOWERINGS", "register_lowering", "load_all"]

@@ -81,7 +81,8 @@ def lower_fused(ctx, group) -> None:
     defer = deferred.deferrable_values(nodes, ctx.consumers, stored_ids)
     roles, role_bytes = share_buffers(nodes, stored_ids, defer)
     per_element = sum(dtypes.itemsize(onchip_dtype(v.dtype)) for v in leaf_views if v.kind != "scalar")
-    per_element += role_bytes + 4 * max([temps_needed(n.op) for n in nodes] + [0]) + 16 * len(reductions)
+    integer_temps = 2 if any(n.outputs[0].id in ctx.integer_alu for n in nodes) else 0  # ``_integer_alu``
+    per_element += role_bytes + 4 * max([temps_needed(n.op) for n in nodes] + [integer_temps]) + 16 * len(reductions)
     buffers = DEEP_BUFFERS if len(leaf_views) + len(dests) + len(red_dests) <= DEEP_MAX_OPERANDS else BUFFERS
     plan = plan_tiles(space, forms, dims, limit=free_limit(ctx.arch, per_element, buffers=buffers),
                       allow_partition_reduce=bool(reductions), main_form=main, ops_per_tile=len(nodes))
@@ -90,6 +91,7 @@ def lower_fused(ctx, group) -> None:
         tc = TileCtx(ctx.em, scope, plan.max_free, buffers=buffers, max_kept=plan.max_kept)
         tc.roles = roles
         tc.deferrable = defer
+        tc.integer_alu = ctx.integer_alu
         tapes = []
         for index, box in enumerate(plan.boxes):
             tc.set_box(box, index)

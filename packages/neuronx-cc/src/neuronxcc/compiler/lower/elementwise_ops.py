@@ -42,6 +42,7 @@ from neuron_sim.isa import (
 
 from ..emitter import Operand, is_exact_in_fp32, onchip_dtype
 from ..errors import node_error
+from ..sbuf import broadcast
 from . import deferred
 
 ACTIVATION_FUNCS = {
@@ -59,7 +60,8 @@ COMPARE_ALU = {"EQ": "equal", "NE": "not_equal", "LT": "less", "LE": "less_equal
 SCALAR_ENGINE_OPS = ("add", "subtract", "multiply")
 COMPOSITES = ("floor", "ceil", "round", "trunc", "tan", "expm1", "log1p", "atan2")
 # fp32 temporaries a composite needs per tile (the SBUF budget counts them).
-TEMPS = {"floor": 4, "ceil": 4, "round": 3, "trunc": 2, "tan": 2, "expm1": 4, "log1p": 5, "atan2": 5, "select": 0}
+TEMPS = {"floor": 4, "ceil": 4, "round": 3, "trunc": 2, "tan": 2, "expm1": 4, "log1p": 5, "atan2": 5, "select": 0,
+         "divide": 1}
 
 # Ops whose lowering folds deferred operands (everything else writes them out first).
 FOLDING_OPS = frozenset(ACTIVATION_FUNCS) | frozenset(BINARY_ALU) | {"negate", "compare"}
@@ -79,6 +81,8 @@ def lower_node(tc, node, ins: list[Operand]) -> Operand:
         return _fold(node, ins, dtype)
     if op not in FOLDING_OPS:  # only these take deferred operands (``deferred.py``)
         ins = [deferred.materialize(tc, i) for i in ins]
+    if node.outputs[0].id in tc.integer_alu:
+        return _integer_alu(tc, node, [deferred.materialize(tc, i) for i in ins], dtype)
     if op == "copy":
         return ins[0]
     if op == "convert":
@@ -89,6 +93,8 @@ def lower_node(tc, node, ins: list[Operand]) -> Operand:
         return _unary_alu(tc, node, ins[0], "abs", None, dtype)
     if op == "negate":
         return binary(tc, node, ins[0], Operand(ins[0].dtype, imm=-1.0), "multiply", dtype)
+    if op == "divide" and dtypes.is_int(dtype):
+        return _integer_divide(tc, node, ins, dtype)
     if op in BINARY_ALU:
         return binary(tc, node, ins[0], ins[1], BINARY_ALU[op], dtype)
     if op in BITWISE:
@@ -281,6 +287,60 @@ def _select(tc, node, ins, dtype) -> Operand:
     return out
 
 
+# --- GpSimd's integer ALU -----------------------------------------------------------------------------
+
+
+def _integer_alu(tc, node, ins, dtype) -> Operand:
+    """``node`` on int32 (or uint32) tiles of any range, on GpSimd's integer ALU (exact, wrapping
+    as the graph's integers do): tensor_tensor only (immediates become constant columns);
+    compares write 1/0 in the integer type, then cast to bool (exact for 0 and 1)."""
+    word = onchip_dtype(node.inputs[0].type.dtype)
+    col = _col_result(*ins)
+
+    def tile(op: Operand):
+        return tc.colap(op) if col else tc.full(op)
+
+    def tt(dst, a, b, alu):
+        tc.emit(TensorTensor(dst=dst, in0=a, in1=b, op=alu, engine="gpsimd"))
+
+    x = tile(ins[0])
+    zero = tc.colap(Operand(word, imm=0))
+    zero = zero if col else broadcast(zero, tc.counts)
+    op = node.op
+    target = tc.result(node.outputs[0].id, dtype, col=col) if dtype == word else None
+    out = target if target is not None else tc.temp(0, word, col)
+    dst = _ap(out)
+    if op == "compare":
+        tt(dst, x, tile(ins[1]), COMPARE_ALU[node.attrs["direction"]])
+    elif op in INTEGER_ALU_BINARY:
+        tt(dst, x, tile(ins[1]), INTEGER_ALU_BINARY[op])
+    elif op == "negate":
+        tt(dst, zero, x, "subtract")
+    elif op == "abs":  # max(x, 0 - x): |INT_MIN| wraps to INT_MIN, as the graph's int32 does
+        tt(dst, zero, x, "subtract")
+        tt(dst, x, dst, "maximum")
+    elif op == "square":
+        tt(dst, x, x, "multiply")
+    elif op == "relu":
+        tt(dst, x, zero, "maximum")
+    elif op == "sign":  # (x > 0) - (x < 0)
+        below = _ap(tc.temp(1, word, col))
+        tt(dst, x, zero, "greater")
+        tt(below, x, zero, "less")
+        tt(dst, dst, below, "subtract")
+    else:
+        raise node_error(node, "compile.internal", f"no integer-ALU lowering for {op}")
+    if target is not None:
+        return out
+    result = tc.result(node.outputs[0].id, dtype, col=col)
+    tc.emit(TensorCopy(dst=_ap(result), src=dst, engine="vector"))  # 1/0 -> bool
+    return result
+
+
+INTEGER_ALU_BINARY = {"add": "add", "subtract": "subtract", "multiply": "multiply", "maximum": "maximum",
+                      "minimum": "minimum"}
+
+
 # --- composites --------------------------------------------------------------------------------------
 
 
@@ -331,6 +391,19 @@ def _trunc(tc, node, ins, dtype) -> Operand:
     tc.emit(TensorScalar(dst=_ap(small), src=_ap(x), op0="abs", op1="less", operand1=_TWO_23, engine="vector"))
     out = tc.result(node.outputs[0].id, dtype, col=col)
     tc.emit(Select(dst=_ap(out), predicate=_ap(small), on_true=_ap(t), on_false=_ap(x)))
+    return out
+
+
+def _integer_divide(tc, node, ins, dtype) -> Operand:
+    """Integer division rounds toward zero (the graph's definition): the fp32 quotient, truncated
+    as ``q - fmod(q, 1)``. Exact for operands below 2**24 in magnitude (the integer check admits no
+    others): the quotient's rounding error is below 1/|b|, its distance to the next integer."""
+    a, b = ins
+    col = _col_result(a, b)
+    q = deferred.materialize(tc, binary(tc, node, a, b, "divide", "float32", role=("temp", 0)))
+    out = tc.result(node.outputs[0].id, dtype, col=col)
+    tc.emit(ScalarTensorTensor(dst=_ap(out), src=_ap(q), op0="fmod", operand0=1.0, op1="subtract", in1=_ap(q),
+                               reverse1=True))
     return out
 
 

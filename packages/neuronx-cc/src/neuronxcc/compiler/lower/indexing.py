@@ -25,8 +25,8 @@ the dimension size (the table's rows) and the node's source line.
 
 Scatter numerics follow the reference exactly: the result starts as the operand, updates apply in
 index order (a later duplicate wins in ``set`` mode; ``add`` accumulates in fp32 in index order,
-as ``np.add.at``). Where the reference's fp32 round trip could change values (``add`` into bf16/fp16,
-every integer or bool result) the scatter runs on an fp32 copy, converted once at the end.
+as ``np.add.at``). ``set`` moves values in their own dtype; ``add`` into anything but fp32 runs on
+an fp32 copy, converted once at the end (integer adds only where fp32 is exact: ``integers.py``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from ..layout import Box, Form, FreeDim, merge_axes
 from ..sbuf import Scope, column, tile_ap
 from ..views import View
 from . import register_lowering
-from .movement import materialize
+from .movement import hbm_view, materialize
 from .tiles import TileCtx
 
 PARTITIONS = 128
@@ -58,16 +58,6 @@ INDIRECT_QUEUES = ("qGpSimdDynamic0", "qGpSimdDynamic1")
 
 
 # --- shared helpers ------------------------------------------------------------------------------------
-
-
-def hbm_view(ctx, v) -> View:
-    """The value as an HBM view (constants and iotas are written out first)."""
-    view = ctx.resolve(v)
-    if view.kind == "hbm":
-        return view
-    dense = ctx.internal(view.shape, view.dtype, f"_ix{v.id}")
-    materialize(ctx, view, dense)
-    return dense
 
 
 def _words(dtype: str, offset: int, dims: list[tuple[int, int]]):
@@ -488,7 +478,10 @@ def lower_scatter(ctx, group) -> None:
     out = node.outputs[0]
     mode = node.attrs.get("mode", "set")
     dtype = out.type.dtype
-    direct = dtype == "float32" or (mode == "set" and dtype in ("bfloat16", "float16"))
+    # set mode moves the values: exact in their own dtype (8-byte ones excepted: on chip they are
+    # int32); add mode accumulates in fp32 (the DMA's read-modify-write), so other dtypes add on an
+    # fp32 copy converted once at the end, as the graph rounds.
+    direct = dtype == "float32" or (mode == "set" and dtypes.itemsize(dtype) <= 4)
     operand = ctx.resolve(op_v)
     target, _, finish = _accumulator(ctx, operand, out, direct)
     idx = ctx.resolve(idx_v)

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 from neuron_sim import dtypes
-from neuron_sim.isa import DmaCopy, Memset, TensorCopy, Transpose
+from neuron_sim.isa import DmaCopy, Memset, TensorCopy, TensorScalar, Transpose
 
 from ..dma import hbm_pattern
 from ..emitter import onchip_dtype
@@ -36,6 +36,16 @@ TRANSPOSE_MIN = 64  # both sides at least this long before the TensorE path pays
 TRANSPOSE_DTYPES = ("float32", "bfloat16", "float16", "int32", "uint32", "int16", "uint16")
 TRANSPOSE_STRIP_BYTES = 16384  # per partition: the rows one load DMA brings in
 TRANSPOSE_BUFFERS = 3
+
+
+def hbm_view(ctx, v) -> View:
+    """The value as an HBM view (constants and iotas are written out first)."""
+    view = ctx.resolve(v)
+    if view.kind == "hbm":
+        return view
+    dense = ctx.internal(view.shape, view.dtype, f"_ix{v.id}")
+    materialize(ctx, view, dense)
+    return dense
 
 
 def materialize_value(ctx, v, dst: View) -> None:
@@ -81,6 +91,12 @@ def _hbm_to_hbm(ctx, src: View, dst: View) -> None:
 
 
 def _fill(ctx, src: View, dst: View) -> None:
+    if dst.kind == "hbm" and dtypes.is_int(dst.dtype) and dtypes.itemsize(dst.dtype) == 8:
+        # int64 has no engine type: each 4-byte word is filled with its part of the value.
+        low, high = np.asarray([int(src.value)], dtype=np.int64).view(np.int32).tolist()
+        for index, word in enumerate((low, high)):
+            _fill(ctx, View.scalar(word, dst.shape, "int32"), dst.part("int32", index))
+        return
     chip = onchip_dtype(dst.dtype)
     forms = [Form(dst.strides, dst.offset, dtypes.itemsize(dst.dtype))]
     plan = plan_tiles(dst.shape, forms, limit=free_limit(ctx.arch, dtypes.itemsize(chip), buffers=1), main_form=0)
@@ -113,6 +129,50 @@ def _via_sbuf(ctx, src: View, dst: View) -> None:
             tc.set_box(box, i)
             op = tc.load("src", src, box, 0, chip)
             tc.store(dst, box, 1, tc.full(op))
+
+
+# --- conversions a DMA (or words) makes exact -------------------------------------------------------
+
+
+@register_lowering("dma_cast")
+def lower_dma_cast(ctx, group) -> None:
+    """A conversion that on chip would round an int64 (``integers.as_casts`` picks them):
+
+    * int64 -> float and float -> int64: one HBM -> HBM DMA, whose cast goes source -> fp32 ->
+      destination (RNE, saturating): the graph's conversion;
+    * an integer -> a narrower (or equally wide) integer type, which the graph wraps: the low bytes
+      of each element, moved as they are;
+    * 8/16/32-bit integers or bool -> int64: the value as the low word, its sign (``-(x < 0)``, exact
+      in fp32) as the high word, stored by two DMAs into the words of the result.
+    """
+    (node,) = group.nodes
+    out = node.outputs[0]
+    dest = ctx.destination(out)
+    src = hbm_view(ctx, node.inputs[0])
+    if dtypes.itemsize(out.type.dtype) == 8 and dtypes.is_int(out.type.dtype) and (dtypes.is_int(src.dtype) or src.dtype == "bool"):
+        _widen_to_int64(ctx, src, dest)
+    elif dtypes.is_int(src.dtype) and dtypes.is_int(out.type.dtype):
+        materialize(ctx, src.part(out.type.dtype), dest)
+    else:
+        materialize(ctx, src, dest)
+    ctx.views[out.id] = dest
+
+
+def _widen_to_int64(ctx, src: View, dst: View) -> None:
+    low, high = dst.part("int32", 0), dst.part("int32", 1)
+    forms = [Form(src.strides, src.offset, dtypes.itemsize(src.dtype)), Form(low.strides, low.offset, 4),
+             Form(high.strides, high.offset, 4)]
+    plan = plan_tiles(dst.shape, forms, limit=free_limit(ctx.arch, 8), main_form=1)
+    with Scope(ctx.builder) as scope:
+        tc = TileCtx(ctx.em, scope, plan.max_free)
+        for i, box in enumerate(plan.boxes):
+            tc.set_box(box, i)
+            x = tc.full(tc.load("src", src, box, 0, "int32"))
+            sign = tile_ap(tc.buffer("sign", "int32"), tc.pc, tc.counts)
+            tc.emit(TensorScalar(dst=sign, src=x, op0="less", operand0=0, op1="multiply", operand1=-1.0,
+                                 engine="vector"))
+            tc.store(low, box, 1, x)
+            tc.store(high, box, 2, sign)
 
 
 # --- 2-D transposes through TensorE ------------------------------------------------------------------

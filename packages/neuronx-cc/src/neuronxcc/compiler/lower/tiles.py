@@ -35,6 +35,7 @@ class TileCtx:
         self.roles: dict = {}  # result role -> shared buffer role (values whose lifetimes do not overlap)
         self.consts: dict = {}
         self.deferrable: set = set()  # value ids whose tensor_scalar may stay deferred (``deferred.py``)
+        self.integer_alu: set = set()  # value ids computed on GpSimd's integer ALU (``integers.py``)
         self.pc = 1
         self.counts: tuple[int, ...] = (1,)
         self.slot = 0

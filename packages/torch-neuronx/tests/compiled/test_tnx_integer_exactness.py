@@ -1,0 +1,114 @@
+"""Integers are exact on the device (issue 13): moves move bytes, compares and arithmetic run where
+the engines compute integers exactly - GpSimd's integer ALU, int64 by 32-bit words, fp32 below
+2**24 - and every other integer op runs through CPU fallback (the compiler's verdict), never through
+fp32. Each reproducer of the issue, plus every integer dtype near its extremes, in eager mode on
+both executors (``test_tnx_compile_integers.py`` has the compiled ones)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tnx_helpers import assert_equal, run_python
+
+BIG = 16777217  # 2**24 + 1: the first integer fp32 cannot hold
+
+REPRODUCERS = {
+    "times_one": (lambda x: x * 1, [[BIG]]),
+    "ne_scalar": (lambda x: x != 16777216, [[BIG]]),
+    "eq_scalar": (lambda x: x == 16777216, [[BIG]]),
+    "lt_scalar": (lambda x: x < 16777218, [[BIG]]),
+    "ge_scalar": (lambda x: x >= 16777218, [[BIG]]),
+    "eq_tensor": (lambda x: x == x.flip(0), [[BIG, 16777216]]),
+    "lt_tensor": (lambda x: x < x.flip(0), [[BIG, 16777216]]),
+    "roll": (lambda x: x.roll(1, 0), [[0, BIG]]),
+    "roll_dim1": (lambda x: x.roll(1, 1), [[0, BIG]]),
+    "flip": (lambda x: x.flip(1), [[0, BIG]]),
+    "index_select": (lambda x: x.index_select(1, torch.tensor([1, 0], device=x.device)), [[0, BIG]]),
+    "cumsum": (lambda x: x.cumsum(1), [[0, BIG]]),
+    "argmin_abs": (lambda x: x.abs().argmin(), [[BIG, 16777216]]),
+    "argmin_neg": (lambda x: x.neg().argmin(), [[16777216, BIG]]),
+    "flip_2_40": (lambda x: x.flip(0), [[1099511627773]]),
+}
+
+EDGES = {
+    torch.int64: [2**63 - 1, -(2**63), 2**63 - 2, 1099511627773, BIG, -BIG, 0, -1],
+    torch.int32: [2**31 - 1, -(2**31), 2**31 - 2, BIG, -BIG, 0, -1, 7],
+    torch.int16: [32767, -32768, 1, 0, -1, 300, -300, 5],
+    torch.int8: [127, -128, 1, 0, -1, 100, -100, 5],
+    torch.uint8: [255, 0, 254, 1, 128, 127, 9, 3],
+    torch.bool: [True, False, True, True, False, False, True, False],
+}
+# What a user does with token ids, positions, indices and masks: moves, compares, selects, casts
+OPS = {
+    "clone": lambda x: x.clone(),
+    "slice_t": lambda x: x.reshape(2, 4).t()[1:],
+    "cat": lambda x: torch.cat([x, x.flip(0)]),
+    "eq": lambda x: x == x.roll(1),
+    "lt": lambda x: x < x.roll(1),
+    "ne_scalar": lambda x: x != 1,
+    "where": lambda x: torch.where(x.roll(3) > x, x, x.roll(1)),
+    "max": lambda x: torch.maximum(x, x.roll(2)),
+    "gather": lambda x: x[torch.tensor([7, 0, 3, 3], device=x.device)],
+    "to_int64": lambda x: x.long(),
+    "to_int32": lambda x: x.int(),
+    "to_bool": lambda x: x.bool(),
+    "to_float": lambda x: x.float(),
+    "sum": lambda x: x.sum(),
+    "add": lambda x: x + x.roll(1),
+    "mul": lambda x: x * 3,
+}
+
+
+def _check(fn, values, dtype):
+    x = torch.tensor(values, dtype=dtype)
+    try:
+        expected = fn(x)
+    except RuntimeError as err:  # what CPU refuses, the device refuses
+        with pytest.raises(RuntimeError, match=str(err).split("\n")[0][:40]):
+            fn(x.to("neuron"))
+        return
+    assert_equal(fn(x.to("neuron")), expected)
+
+
+@pytest.mark.parametrize("name", sorted(REPRODUCERS))
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_issue_reproducers(name, dtype):
+    fn, values = REPRODUCERS[name]
+    if dtype == torch.int32 and name == "flip_2_40":
+        values = [[2**31 - 3]]
+    _check(fn, values, dtype)
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("dtype", list(EDGES), ids=str)
+def test_every_integer_dtype_near_its_extremes(op, dtype):
+    _check(OPS[op], EDGES[dtype], dtype)
+
+
+def test_the_exact_executor_agrees():
+    """The reproducers again with the ISA interpreted instruction by instruction."""
+    code = """
+        import sys, torch, torch_neuronx
+        sys.path[:0] = [{tests!r}, {helpers!r}]
+        from test_tnx_integer_exactness import REPRODUCERS, EDGES, OPS, _check
+        for fn, values in REPRODUCERS.values():
+            _check(fn, values, torch.int64)
+        for name in ("clone", "eq", "lt", "where", "max", "cat", "to_int32", "add", "sum"):
+            for dtype in EDGES:
+                _check(OPS[name], EDGES[dtype], dtype)
+        print("ok")
+    """
+    import os
+
+    tests = os.path.dirname(__file__)
+    proc = run_python(code.format(tests=tests, helpers=os.path.dirname(tests)), env={"NEURON_SIM_MODE": "exact"},
+                      timeout=900)
+    assert proc.stdout.strip().endswith("ok")
+
+
+def test_integer_arithmetic_the_engines_cannot_do_exactly_runs_on_cpu():
+    torch_neuronx = pytest.importorskip("torch_neuronx")
+    torch_neuronx.clear_op_tracking()
+    x = torch.tensor([BIG, -BIG], dtype=torch.int64, device="neuron")
+    assert (x.cumsum(0).cpu() == torch.tensor([BIG, 0])).all()
+    assert "aten::cumsum" in torch_neuronx.get_fallback_ops()

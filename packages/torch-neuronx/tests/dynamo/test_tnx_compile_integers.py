@@ -1,0 +1,87 @@
+"""Integers under ``torch.compile(backend="neuron")``: the issue-13 reproducers give CPU's values. A
+graph with an integer op no engine computes exactly (or one CPU refuses by value: negative integer
+powers) is refused by the compiler (``compile.inexact_integer``) and runs
+op by op instead - those ops through CPU fallback, with a warning - in either fallback mode: CPU's
+values or CPU's error, never a rounding through fp32."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from tnx_helpers import assert_equal
+from torch_neuronx.dynamo.backend import NeuronCompileFallbackWarning
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compiled"))
+from test_tnx_integer_exactness import EDGES, OPS, REPRODUCERS  # noqa: E402
+
+# Integer ops no engine computes exactly at these ranges: the graph runs op by op.
+REFUSED = {"cumsum", "argmin_abs", "argmin_neg"}
+REFUSED_OPS = {"sum", "mul"}
+WRAPPING = {(torch.uint8, "add"), (torch.int8, "add")}  # 8-bit sums wrap; the engines' writes saturate
+
+
+def _compiled(fn, *args, **options):
+    torch._dynamo.reset()
+    return torch.compile(fn, backend="neuron", options=options or None)(*(a.to("neuron") for a in args))
+
+
+def _compiled_warnings(fn, *args, **options):
+    """(result, the fallback warnings) of ``fn`` compiled."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _compiled(fn, *args, **options)
+    return result, [w for w in caught if issubclass(w.category, NeuronCompileFallbackWarning)]
+
+
+@pytest.mark.parametrize("name", sorted(REPRODUCERS))
+def test_issue_reproducers_compiled(name):
+    fn, values = REPRODUCERS[name]
+    x = torch.tensor(values, dtype=torch.int64)
+    got, fallbacks = _compiled_warnings(fn, x)
+    assert_equal(got, fn(x))
+    assert bool(fallbacks) == (name in REFUSED)
+    if fallbacks:
+        assert "compile.inexact_integer" in str(fallbacks[0].message)
+
+
+@pytest.mark.parametrize("fallback", ["error", "eager"])
+def test_inexact_integer_graphs_run_op_by_op_in_either_fallback_mode(fallback):
+    fn, values = REPRODUCERS["cumsum"]
+    x = torch.tensor(values, dtype=torch.int64)
+    got, fallbacks = _compiled_warnings(fn, x, fallback=fallback)
+    assert_equal(got, fn(x))
+    assert len(fallbacks) == 1 and "runs eagerly" in str(fallbacks[0].message)
+
+
+def test_other_compile_errors_still_raise_under_the_error_mode():
+    with pytest.raises(Exception, match="NeuronCompileError"):
+        _compiled(lambda x: torch.sort(x, stable=True).values, torch.tensor([3.0, 1.0, 2.0]))
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.int8, torch.bool], ids=str)
+def test_integer_dtypes_near_their_extremes_compiled(op, dtype):
+    x = torch.tensor(EDGES[dtype], dtype=dtype)
+    try:
+        expected = OPS[op](x)
+    except RuntimeError:
+        pytest.skip("CPU refuses this op for this dtype")
+    got, fallbacks = _compiled_warnings(OPS[op], x)
+    assert_equal(got, expected)
+    if (dtype, op) in WRAPPING:
+        assert fallbacks  # computed on CPU, not saturated by the engines
+
+
+def test_negative_integer_powers_match_cpu():
+    x = torch.tensor([1, 2, -3, -1, -1, 0], dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        x ** -1
+    with pytest.raises(Exception, match="negative integer powers"):  # CPU's error, from the CPU kernel
+        _compiled(lambda a: a ** -1, x).cpu()
+    e = torch.tensor([2, -1, 0, -3, -2, 3], dtype=torch.int32)
+    assert_equal(_compiled(lambda a, b: a ** b, x, e), x ** e)  # 1 / x**n rounded toward zero
+    assert_equal(_compiled(lambda a: a ** 2, x), x ** 2)
