@@ -27,6 +27,7 @@ REPRODUCERS = {
     "cumsum": (lambda x: x.cumsum(1), [[0, BIG]]),
     "argmin_abs": (lambda x: x.abs().argmin(), [[BIG, 16777216]]),
     "argmin_neg": (lambda x: x.neg().argmin(), [[16777216, BIG]]),
+    "floor_div": (lambda x: torch.div(x, 2, rounding_mode="floor"), [[-BIG]]),
     "flip_2_40": (lambda x: x.flip(0), [[1099511627773]]),
 }
 

@@ -1,8 +1,9 @@
 """Integers under ``torch.compile(backend="neuron")``: the issue-13 reproducers give CPU's values. A
-graph with an integer op no engine computes exactly (or one CPU refuses by value: negative integer
-powers) is refused by the compiler (``compile.inexact_integer``) and runs
+graph with an integer op no engine computes exactly (or one CPU refuses by value: integer division
+by zero, negative integer powers) is refused by the compiler (``compile.inexact_integer``) and runs
 op by op instead - those ops through CPU fallback, with a warning - in either fallback mode: CPU's
-values or CPU's error, never a rounding through fp32."""
+values or CPU's error, never a rounding through fp32. remainder and friends match CPU bit for bit
+in compiled graphs too."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from tnx_helpers import assert_equal
+from tnx_helpers import assert_equal, run_python
 from torch_neuronx.dynamo.backend import NeuronCompileFallbackWarning
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compiled"))
 from test_tnx_integer_exactness import EDGES, OPS, REPRODUCERS  # noqa: E402
 
 # Integer ops no engine computes exactly at these ranges: the graph runs op by op.
-REFUSED = {"cumsum", "argmin_abs", "argmin_neg"}
+REFUSED = {"cumsum", "argmin_abs", "argmin_neg", "floor_div"}
 REFUSED_OPS = {"sum", "mul"}
 WRAPPING = {(torch.uint8, "add"), (torch.int8, "add")}  # 8-bit sums wrap; the engines' writes saturate
 
@@ -76,6 +77,34 @@ def test_integer_dtypes_near_their_extremes_compiled(op, dtype):
         assert fallbacks  # computed on CPU, not saturated by the engines
 
 
+def test_integer_division_by_zero_raises_as_cpu_does():
+    # the compiled graph would return a value for x / 0: the compiler refuses a divisor that may be
+    # zero, and the op runs on CPU, which raises. In a process of its own: the failed CPU-fallback
+    # task's output memory stays invalid for later launches that reuse it (see BOARD, 13.4).
+    code = """
+        import pytest, torch, torch_neuronx
+        for dtype in (torch.uint8, torch.int32, torch.int64):
+            x = torch.tensor([0, 3, 7], dtype=dtype)
+            for fn in (lambda a: torch.div(a, a, rounding_mode="trunc"), lambda a: a // a, lambda a: a % a,
+                       lambda a: torch.fmod(a, a)):
+                with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+                    fn(x)
+                torch._dynamo.reset()
+                with pytest.raises(Exception, match="ZeroDivisionError"):
+                    torch.compile(fn, backend="neuron")(x.to("neuron")).cpu()
+        print("ok")
+    """
+    assert run_python(code, timeout=900).stdout.strip().endswith("ok")
+
+
+def test_integer_division_by_a_nonzero_number_stays_compiled():
+    x = torch.tensor([-7, 0, 9, 100, -32768, 32767], dtype=torch.int16)
+    for fn in (lambda a: torch.fmod(a, -3), lambda a: torch.div(a, 2, rounding_mode="trunc")):
+        got, fallbacks = _compiled_warnings(fn, x)
+        assert_equal(got, fn(x))
+        assert not fallbacks
+
+
 def test_negative_integer_powers_match_cpu():
     x = torch.tensor([1, 2, -3, -1, -1, 0], dtype=torch.int32)
     with pytest.raises(RuntimeError, match="negative integer powers"):
@@ -85,3 +114,14 @@ def test_negative_integer_powers_match_cpu():
     e = torch.tensor([2, -1, 0, -3, -2, 3], dtype=torch.int32)
     assert_equal(_compiled(lambda a, b: a ** b, x, e), x ** e)  # 1 / x**n rounded toward zero
     assert_equal(_compiled(lambda a: a ** 2, x), x ** 2)
+
+
+def test_remainder_compiled_matches_cpu_bit_for_bit():
+    x = torch.full((5, 7), 0.125)
+    x[1] = torch.randn(7) * 10
+
+    def f(a):
+        return torch.remainder(a, 1.5), a % -0.75, torch.fmod(a, 0.1), a // 0.3
+
+    for got, want in zip(_compiled(f, x), f(x)):
+        assert_equal(got.view(torch.int32), want.view(torch.int32))

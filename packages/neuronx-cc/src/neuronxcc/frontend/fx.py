@@ -66,7 +66,13 @@ def decompositions() -> dict:
     table[aten.round.decimals] = _round_decimals
     table[aten.remainder.Tensor] = _remainder
     table[aten.remainder.Scalar] = _remainder
+    table[aten.remainder.Scalar_Tensor] = _remainder
     table[aten.fmod.Scalar] = _fmod_scalar
+    table[aten.floor_divide.default] = _floor_divide
+    table[aten.floor_divide.Scalar] = _floor_divide
+    table[aten.div.Tensor_mode] = _div_mode
+    table[aten.div.Scalar_mode] = _div_mode
+    table[aten.trunc.default] = _trunc
     table[aten.take.default] = _take
     return table
 
@@ -113,28 +119,85 @@ def _round_decimals(self, decimals=0):
     return torch.round(self / scale) * scale
 
 
-def _remainder(a, b):
-    """torch.remainder takes the divisor's sign (Python's %); torch-mlir lowers it to
-    stablehlo.remainder, which takes the dividend's (C's fmod). Corrected as CPU computes it:
-    fmod, then plus the divisor where the signs differ and the result is not zero."""
+def _trunc(x):
+    """Rounding toward zero as ceil below zero and floor above: torch-mlir's ``sign(x) * floor(|x|)``
+    makes -0.0 into +0.0 (CPU keeps it)."""
     torch = _torch()[0]
-    if not isinstance(b, torch.Tensor):
-        b = _number_tensor(torch, b)
-    mod = torch.fmod(a, b)
-    return torch.where((mod != 0) & ((mod < 0) != (b < 0)), mod + b, mod)
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    return torch.where(x < 0, torch.ceil(x), torch.floor(x))
+
+
+def _promoted(a, b):
+    """``a`` and ``b`` in their result dtype; a Python number stays a number (its sign is known
+    while tracing) next to the 0-dim tensor ``fmod`` takes."""
+    torch = _torch()[0]
+    dtype = torch.result_type(a, b)
+    if not isinstance(a, torch.Tensor):
+        a = torch.scalar_tensor(a, dtype=dtype)
+    a = a.to(dtype)
+    if isinstance(b, torch.Tensor):
+        return a, b.to(dtype), b.to(dtype)
+    return a, b, torch.scalar_tensor(b, dtype=dtype)
+
+
+def _signs_differ(mod, b):
+    """``mod != 0 and (mod < 0) != (b < 0)``: where Python's % and floor division correct C's."""
+    torch = _torch()[0]
+    if isinstance(b, torch.Tensor):
+        return (mod != 0) & ((mod < 0) != (b < 0))
+    return mod > 0 if b < 0 else mod < 0
+
+
+def _remainder(a, b):
+    """torch.remainder takes the divisor's sign (Python's %); C's fmod (``torch.fmod``, lowered to
+    stablehlo.remainder: ``_fmod_as_remainder``) the dividend's. Corrected as CPU computes it:
+    fmod, then plus the divisor where the signs differ and the result is not zero (so a zero keeps
+    the dividend's sign, as CPU's does)."""
+    torch = _torch()[0]
+    a, b, divisor = _promoted(a, b)
+    mod = torch.fmod(a, divisor)
+    return torch.where(_signs_differ(mod, b), mod + b, mod)
 
 
 def _fmod_scalar(a, b):
-    """fmod by a number: torch-mlir leaves the number of ``fmod.Scalar`` as an unlowered
-    ``torch.constant.float`` / ``int``; by a 0-dim tensor (which promotes as the number does) it
-    lowers ``fmod.Tensor``."""
+    """fmod by a number, as fmod by a 0-dim tensor (torch-mlir has no lowering of fmod.Scalar)."""
     torch = _torch()[0]
-    return torch.fmod(a, _number_tensor(torch, b))
+    a, _, divisor = _promoted(a, b)
+    return torch.fmod(a, divisor)
 
 
-def _number_tensor(torch, b):
-    """A Python number as the 0-dim tensor that promotes with a tensor as the number does."""
-    return torch.scalar_tensor(b, dtype=torch.float32 if isinstance(b, float) else torch.int64)
+def _div_mode(a, b, *, rounding_mode=None):
+    """Floor division as CPU computes it (torch-mlir floors the rounded quotient); float truncating
+    division as ``trunc(a / b)`` (torch-mlir's ``sign(q) * floor(|q|)`` loses -0.0); true and integer
+    truncating division keep torch-mlir's lowering, which computes them as CPU does."""
+    torch = _torch()[0]
+    if rounding_mode == "floor":
+        return _floor_divide(a, b)
+    if rounding_mode == "trunc" and torch.result_type(a, b).is_floating_point:
+        a, b, _ = _promoted(a, b)
+        return torch.trunc(a / b)
+    return NotImplemented
+
+
+def _floor_divide(a, b):
+    """``a // b`` bit for bit as CPU's kernel: for floats c10's ``div_floor_floating`` - the
+    quotient of ``a - fmod(a, b)`` (exact), one less where the signs differ, floored and rounded
+    up past .5; a zero keeps the sign of ``a / b``, and a zero divisor gives ``a / b``. For integers
+    the truncating quotient, one less where the signs differ (exact integer ops)."""
+    torch = _torch()[0]
+    a, b, divisor = _promoted(a, b)
+    mod = torch.fmod(a, divisor)
+    if not a.dtype.is_floating_point:
+        q = torch.div(a, divisor, rounding_mode="trunc")
+        return q - _signs_differ(mod, b).to(q.dtype)
+    div = (a - mod) / b
+    div = torch.where(_signs_differ(mod, b), div - 1, div)
+    floor = torch.floor(div)
+    floor = torch.where(div - floor > 0.5, floor + 1, floor)
+    quotient = a / b
+    floor = torch.where(div == 0, quotient * 0.0, floor)  # copysign(0, a / b)
+    return torch.where(divisor == 0, quotient, floor)
 
 
 def sdpa_math():
@@ -202,12 +265,44 @@ def _retrace(gm, example_inputs, torch):
                        tracing_mode="real" if fake_mode is not None else "fake")(*example_inputs)
 
 
+def _fmod_as_remainder(gm) -> list:
+    """torch-mlir lowers ``aten.fmod`` to ``a - b * floor(|a / b|) * sign(a / b)``, off in the last
+    bits wherever ``a / b`` rounds; ``aten.remainder`` it lowers to StableHLO's ``remainder``, which
+    is C's fmod exactly (CPU's ``torch.fmod``). So fmod nodes become remainder nodes - after a graph
+    holding Python's remainder itself (which ``_remainder`` decomposes into fmod) was re-traced.
+    Returns the undo list for ``_restore``."""
+    import torch
+
+    aten = torch.ops.aten
+    remainders = {aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor}
+    if any(n.op == "call_function" and n.target in remainders for n in gm.graph.nodes):
+        raise UnsupportedOp("aten.remainder", "Python's remainder must be decomposed first "
+                                                "(re-traced with neuronxcc.frontend.fx.decompositions())")
+    undo = []
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is aten.fmod.Tensor:
+            undo.append((n, n.target, n.args))
+            n.target = aten.remainder.Tensor
+    return undo
+
+
+def _restore(undo: list) -> None:
+    """Put back the nodes a rewrite for torch-mlir changed: the caller's graph module keeps its own
+    (PyTorch's) semantics and code."""
+    for node, target, args in undo:
+        node.target, node.args = target, args
+
+
 def _lower(gm, name: str):
     """The StableHLO module (bytecode) of ``gm``: rewritten (``fx_rewrites``), imported to the
     Torch dialect here, lowered by torch-mlir's pipeline in the bounded worker (``pipeline``)."""
     pipeline.start()  # the worker's first startup overlaps the import below
     fx_rewrites.rewrite(gm)
-    return pipeline.lower(torch_dialect_module(gm, name), name)
+    undo = _fmod_as_remainder(gm)
+    try:
+        return pipeline.lower(torch_dialect_module(gm, name), name)
+    finally:
+        _restore(undo)
 
 
 def torch_dialect_module(gm, name: str = "main") -> bytes:

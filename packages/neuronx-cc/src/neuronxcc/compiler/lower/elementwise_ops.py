@@ -60,7 +60,7 @@ COMPARE_ALU = {"EQ": "equal", "NE": "not_equal", "LT": "less", "LE": "less_equal
 SCALAR_ENGINE_OPS = ("add", "subtract", "multiply")
 COMPOSITES = ("floor", "ceil", "round", "trunc", "tan", "expm1", "log1p", "atan2")
 # fp32 temporaries a composite needs per tile (the SBUF budget counts them).
-TEMPS = {"floor": 4, "ceil": 4, "round": 3, "trunc": 2, "tan": 2, "expm1": 4, "log1p": 5, "atan2": 5, "select": 0,
+TEMPS = {"floor": 5, "ceil": 5, "round": 5, "trunc": 5, "tan": 2, "expm1": 4, "log1p": 5, "atan2": 5, "select": 0,
          "divide": 1}
 
 # Ops whose lowering folds deferred operands (everything else writes them out first).
@@ -361,9 +361,27 @@ def _round_parts(tc, x: Operand):
     return r, small
 
 
+def _bits(ap):
+    """A 4-byte float tile's bits, as int32 (bitvec ops work on them)."""
+    return ap.__class__(ap.memory, "int32", ap.partition_start, ap.partition_count, ap.free, ap.offset)
+
+
+def _sign_of(tc, r: Operand, x: Operand) -> None:
+    """Give the integer-valued fp32 ``r`` (floor, ceil, round or trunc of ``x``: zero, or of ``x``'s
+    sign) the sign bit of ``x``, so a zero result is -0.0 where ``x`` is negative, as numpy's and
+    CPU's are: ``r |= x & 0x80000000`` on the bits (VectorE bitvec ops)."""
+    src = x
+    if x.dtype != "float32":  # half precision: its fp32 value has the same sign
+        src = tc.temp(4, "float32", x.is_col)
+        tc.emit(TensorCopy(dst=_ap(src), src=_ap(x), engine="vector"))
+    tc.emit(ScalarTensorTensor(dst=_bits(_ap(r)), src=_bits(_ap(src)), op0="bitwise_and", operand0=-(1 << 31),
+                               op1="bitwise_or", in1=_bits(_ap(r))))
+
+
 def _round(tc, node, ins, dtype) -> Operand:
     (x,) = ins
     r, small = _round_parts(tc, x)
+    _sign_of(tc, r, x)
     out = tc.result(node.outputs[0].id, dtype, col=x.is_col)
     tc.emit(Select(dst=_ap(out), predicate=_ap(small), on_true=_ap(r), on_false=_ap(x)))
     return out
@@ -376,6 +394,7 @@ def _floor_ceil(tc, node, ins, dtype, up: bool) -> Operand:
     # floor = r - (r > x); ceil = r + (r < x): exact on integers.
     tc.emit(TensorTensor(dst=_ap(adjust), in0=_ap(r), in1=_ap(x), op="less" if up else "greater"))
     tc.emit(TensorTensor(dst=_ap(r), in0=_ap(r), in1=_ap(adjust), op="add" if up else "subtract"))
+    _sign_of(tc, r, x)
     out = tc.result(node.outputs[0].id, dtype, col=x.is_col)
     tc.emit(Select(dst=_ap(out), predicate=_ap(small), on_true=_ap(r), on_false=_ap(x)))
     return out
@@ -388,6 +407,7 @@ def _trunc(tc, node, ins, dtype) -> Operand:
     small = tc.temp(1, "float32", col)
     # fmod(x, 1) is exact and so is x - fmod(x, 1) (an integer no larger than |x|).
     tc.emit(ScalarTensorTensor(dst=_ap(t), src=_ap(x), op0="fmod", operand0=1.0, op1="subtract", in1=_ap(x), reverse1=True))
+    _sign_of(tc, t, x)
     tc.emit(TensorScalar(dst=_ap(small), src=_ap(x), op0="abs", op1="less", operand1=_TWO_23, engine="vector"))
     out = tc.result(node.outputs[0].id, dtype, col=col)
     tc.emit(Select(dst=_ap(out), predicate=_ap(small), on_true=_ap(t), on_false=_ap(x)))
