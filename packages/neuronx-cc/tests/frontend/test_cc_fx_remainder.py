@@ -85,3 +85,14 @@ def test_integer_remainder_and_floor_division_are_exact_for_small_values():
     for results in _run(fn, xi, yi):
         for got, want in zip(results.values(), expected):
             np.testing.assert_array_equal(np.asarray(got), want.numpy())
+
+
+def test_a_constant_float_compared_with_an_int_number():
+    # torch-mlir folds lt/gt of a constant float tensor and an int number from uninitialized
+    # memory (1.5 < 0 came out True); the frontend compares with the number as a float
+    def fn(a):
+        c = torch.scalar_tensor(1.5)
+        return [torch.where(c < 0, a + c, a - c), torch.where(torch.scalar_tensor(-0.5) > 0, a, -a),
+                torch.where(c >= 2, a, a * 2)]
+
+    _agree(fn, X)

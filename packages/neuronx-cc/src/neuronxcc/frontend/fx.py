@@ -265,6 +265,29 @@ def _retrace(gm, example_inputs, torch):
                        tracing_mode="real" if fake_mode is not None else "fake")(*example_inputs)
 
 
+def _float_scalars_in_float_compares(gm) -> list:
+    """Compare a float tensor with an int number as with the same number as a float (what PyTorch
+    computes: the number takes the tensor's dtype). torch-mlir 20261001 folds ``lt``/``gt`` of a
+    constant float tensor and an int number into a constant read from uninitialized memory - a
+    result that changed with PYTHONHASHSEED (``torch.remainder(x, 1.5)`` added 1.5 where it
+    should not). Returns the undo list for ``_restore``."""
+    import torch
+
+    aten = torch.ops.aten
+    compares = {aten.lt.Scalar, aten.le.Scalar, aten.gt.Scalar, aten.ge.Scalar, aten.eq.Scalar, aten.ne.Scalar}
+    undo = []
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or n.target not in compares or len(n.args) < 2:
+            continue
+        val = getattr(n.args[0], "meta", {}).get("val")
+        number = n.args[1]
+        if (isinstance(val, torch.Tensor) and val.dtype.is_floating_point and isinstance(number, int)
+                and not isinstance(number, bool)):
+            undo.append((n, n.target, n.args))
+            n.args = (n.args[0], float(number), *n.args[2:])
+    return undo
+
+
 def _fmod_as_remainder(gm) -> list:
     """torch-mlir lowers ``aten.fmod`` to ``a - b * floor(|a / b|) * sign(a / b)``, off in the last
     bits wherever ``a / b`` rounds; ``aten.remainder`` it lowers to StableHLO's ``remainder``, which
@@ -298,8 +321,9 @@ def _lower(gm, name: str):
     Torch dialect here, lowered by torch-mlir's pipeline in the bounded worker (``pipeline``)."""
     pipeline.start()  # the worker's first startup overlaps the import below
     fx_rewrites.rewrite(gm)
-    undo = _fmod_as_remainder(gm)
+    undo = _float_scalars_in_float_compares(gm)
     try:
+        undo += _fmod_as_remainder(gm)
         return pipeline.lower(torch_dialect_module(gm, name), name)
     finally:
         _restore(undo)
