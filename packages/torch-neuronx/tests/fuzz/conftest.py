@@ -1,9 +1,34 @@
-"""Makes the fuzz suite's helper modules (``tnx_fuzz_*``, names unique across the monorepo)
-importable: the tests run with --import-mode=importlib, which puts no test folder on sys.path."""
+"""The fuzz suite's test setup.
+
+* Its helper modules (``tnx_fuzz_*``, names unique across the monorepo) are importable: the tests
+  run with --import-mode=importlib, which puts no test folder on sys.path.
+* In the CI profile the programs are the same whatever else the session imports. Hypothesis
+  (6.13x) also draws constants it finds in every local module loaded so far, so which tests ran
+  before, or any number anyone adds to any module, would change the fixed set of programs CI
+  runs. Here they come from hypothesis's own constants only (the long profile keeps both).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(__file__))
+
+from tnx_fuzz_profiles import profile  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def programs_independent_of_the_session(monkeypatch):
+    if profile() != "ci":
+        yield
+        return
+    from hypothesis.internal.conjecture import providers
+    from hypothesis.internal.constants_ast import Constants
+
+    monkeypatch.setattr(providers, "_get_local_constants", Constants)
+    providers.CONSTANTS_CACHE.cache.clear()
+    yield
+    providers.CONSTANTS_CACHE.cache.clear()
