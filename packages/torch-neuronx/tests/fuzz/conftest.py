@@ -20,15 +20,16 @@ sys.path.insert(0, os.path.dirname(__file__))
 from tnx_fuzz_profiles import profile  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def programs_independent_of_the_session(monkeypatch):
+@pytest.fixture(autouse=True, scope="module")  # module scope: set before the modules' own fixtures draw programs
+def programs_independent_of_the_session():
     if profile() != "ci":
         yield
         return
     from hypothesis.internal.conjecture import providers
     from hypothesis.internal.constants_ast import Constants
 
-    monkeypatch.setattr(providers, "_get_local_constants", Constants)
-    providers.CONSTANTS_CACHE.cache.clear()
-    yield
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(providers, "_get_local_constants", Constants)
+        providers.CONSTANTS_CACHE.cache.clear()
+        yield
     providers.CONSTANTS_CACHE.cache.clear()

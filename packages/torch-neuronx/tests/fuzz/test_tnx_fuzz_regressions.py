@@ -3,8 +3,8 @@
 An entry is ``{"id", "about", "program", "modes"}`` plus, while its bug is open,
 ``"xfail": {mode: "<issue item> - <owning stream>"}``: such a case is xfail(strict=True), so it
 fails the moment the fix lands and the mark must go. ``"crash": [modes]`` kill or exhaust the
-process in those modes (a segfault, unbounded memory): they run in a subprocess under a memory
-limit.
+process in those modes (a segfault, unbounded memory, a lowering that does not end): they run
+in a subprocess under a memory and a time limit.
 The entries need no excuse list: any difference from CPU fails them.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 import pytest
 from tnx_fuzz_programs import from_json, to_json
@@ -21,6 +22,7 @@ from tnx_helpers import run_python
 HERE = os.path.dirname(__file__)
 ENTRIES = json.load(open(os.path.join(HERE, "regressions.json")))
 CRASH_MEMORY_LIMIT = 6 << 30  # a crash case that allocates without bound fails here instead of taking the machine
+CRASH_TIME_LIMIT_S = 60  # one small program in a fresh interpreter takes ~20 s on a loaded 2-core machine
 
 
 def _cases():
@@ -53,7 +55,10 @@ def test_regression(entry, mode):
             mismatch, _ = compare(json.loads({to_json(program)!r}), {mode!r})
             assert mismatch is None, mismatch.report(json.loads({to_json(program)!r}), {mode!r})
         """
-        run_python(code, timeout=600)
+        try:
+            run_python(code, timeout=CRASH_TIME_LIMIT_S)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{entry['id']} ({mode}) did not finish in {CRASH_TIME_LIMIT_S} s") from None
         return
     mismatch, _ = compare(program, mode)
     assert mismatch is None, mismatch.report(program, mode)

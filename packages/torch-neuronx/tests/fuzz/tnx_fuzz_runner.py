@@ -100,6 +100,19 @@ def _compiled_function(program: dict, snapshots: set[int], device: torch.device)
     return scope["fuzz_program"], outs
 
 
+def _leave_adaptive_eager(run: DeviceRun) -> None:
+    """Back to the environment's mode, launching what adaptive eager still holds: an error of
+    those launches is the program's, as one at the final synchronize."""
+    try:
+        torch_neuronx.set_adaptive_eager(None)
+    except Exception as err:  # noqa: BLE001 - compared with CPU's
+        run.sync_error = err
+        try:  # the failed flush left the mode set: the next program must not inherit it
+            torch_neuronx.set_adaptive_eager(None)
+        except Exception:  # noqa: BLE001 - already reported
+            pass
+
+
 def run_on_device(program: dict, mode: str, snapshots: set[int]) -> DeviceRun:
     """Run ``program`` on neuron:0 in ``mode``, cloning the results of ``snapshots`` steps."""
     device = torch.device("neuron", 0)
@@ -129,11 +142,11 @@ def run_on_device(program: dict, mode: str, snapshots: set[int]) -> DeviceRun:
                     if i in snapshots:
                         env[f"s{i}"] = env[step_name(i)].clone()
             finally:
-                torch_neuronx.set_adaptive_eager(None)  # launches what adaptive eager still holds
+                _leave_adaptive_eager(run)
         try:
             torch.neuron.synchronize()
         except Exception as err:  # noqa: BLE001 - compared with CPU's
-            run.sync_error = err
+            run.sync_error = run.sync_error or err
         for name, value in env.items():
             if isinstance(value, torch.Tensor):
                 run.layouts[name] = layout(value)
