@@ -4,7 +4,7 @@ An entry is ``{"id", "about", "program", "modes"}`` plus, while its bug is open,
 ``"xfail": {mode: "<issue item> - <owning stream>"}``: such a case is xfail(strict=True), so it
 fails the moment the fix lands and the mark must go. ``"crash": [modes]`` kill or exhaust the
 process in those modes (a segfault, unbounded memory, a lowering that does not end): they run
-in a subprocess under a memory and a time limit.
+in a subprocess under a memory and a time limit, with a small simulated HBM.
 The entries need no excuse list: any difference from CPU fails them.
 """
 
@@ -23,6 +23,7 @@ HERE = os.path.dirname(__file__)
 ENTRIES = json.load(open(os.path.join(HERE, "regressions.json")))
 CRASH_MEMORY_LIMIT = 6 << 30  # a crash case that allocates without bound fails here instead of taking the machine
 CRASH_TIME_LIMIT_S = 60  # one small program in a fresh interpreter takes ~20 s on a loaded 2-core machine
+CRASH_HBM_BYTES = 256 << 20  # a program growing a tensor without bound runs out of device memory in seconds
 
 
 def _cases():
@@ -56,7 +57,7 @@ def test_regression(entry, mode):
             assert mismatch is None, mismatch.report(json.loads({to_json(program)!r}), {mode!r})
         """
         try:
-            run_python(code, timeout=CRASH_TIME_LIMIT_S)
+            run_python(code, env={"NEURON_SIM_HBM_BYTES": str(CRASH_HBM_BYTES)}, timeout=CRASH_TIME_LIMIT_S)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"{entry['id']} ({mode}) did not finish in {CRASH_TIME_LIMIT_S} s") from None
         return
