@@ -42,12 +42,6 @@ def _compile_message(*patterns):
     return lambda program, mode, m: mode == "compile" and any(p in m.message for p in patterns)
 
 
-def _out_refused_by_cpu(program, mode, m) -> bool:
-    """out= into an input, or into an overlapping (expanded) tensor of another shape: CPU refuses."""
-    return (m.kind == "missing error" and (_step_op(program, m) or "").endswith("_out_into")
-            and ("memory location" in m.message or "doesn't match the broadcast shape" in m.message))
-
-
 _DIVISIONS = {"remainder", "remainder_s", "remainder_s_", "remainder_out", "remainder_out_into", "fmod", "fmod_s", "floordiv",
               "floordiv_s", "div_floor", "div_trunc", "floor_divide_", "floor_divide_out", "floor_divide_out_into"}
 
@@ -59,7 +53,6 @@ KNOWN_ISSUES = [
     ("fuzz-2 - lowering: bool amax/amin/max/min (torch-mlir's i1 reduce init)",
      lambda program, mode, m: m.kind == "value" and _step_op(program, m) in _BOOL_REDUCTIONS
      and m.operands and m.operands[0].dtype == torch.bool),
-    ("fuzz-3 - torchcore: out= aliasing an input, or overlapping itself, is resized instead of refused", _out_refused_by_cpu),
     ("fuzz-17 - numerics: cat(out=) of signed integers into uint8 saturates negatives to 0 (CPU wraps)",
      lambda program, mode, m: m.kind == "value" and (_step_op(program, m) or "").startswith("cat")
      and m.expected is not None and m.expected.dtype == torch.uint8 and any(t.dtype.is_signed for t in m.operands)),
@@ -115,11 +108,6 @@ def _remainder_by_zero_or_inf(program, mode, shapes) -> bool:
                                      and step["params"]["s"] in (0.0, math.inf, -math.inf) for step in program["steps"])
 
 
-def _cat_into_its_input(program, mode, shapes) -> bool:
-    return mode != "compile" and any(step["op"] == "cat_out_into" and step["args"][-1] in step["args"][:-1]
-                                     for step in program["steps"])
-
-
 def _gather_over_an_empty_dim(program, mode, shapes) -> bool:
     return mode == "compile" and any(step["op"] in ("gather", "scatter", "scatter_add", "scatter_value", "scatter_")
                                      and 0 in operands[0] for step, operands in zip(program["steps"], shapes))
@@ -138,7 +126,6 @@ def _softmax_dim_out_of_range(program, mode, shapes) -> bool:
 
 CRASHES = [
     ("fuzz-1 - lowering: torch-mlir segfaults lowering remainder(x, 0.0 or inf)", _remainder_by_zero_or_inf),
-    ("fuzz-3 - torchcore: cat(out=) into its own input grows until memory runs out", _cat_into_its_input),
     ("fuzz-11 - lowering: LLVM aborts on a compiled gather over a zero-size dim", _gather_over_an_empty_dim),
     ("fuzz-13 - lowering: torch-mlir segfaults lowering cumsum(dim, dtype=int8/uint8)", _cumsum_to_8_bits),
     ("fuzz-18 - lowering: eager softmax with a dim out of range lowers for minutes, growing", _softmax_dim_out_of_range),
