@@ -62,6 +62,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("is_pinned", [](uintptr_t p) { return is_pinned(reinterpret_cast<void*>(p)); });
   m.def("empty_cache", [] { empty_cache(); });
+  m.def("set_forget_invalid_on_reuse", [](bool enabled) { set_forget_invalid_on_reuse(enabled); });
   m.def("cached_blocks", [] { return cached_blocks(); });
   m.def("live_allocations", [] { return live_allocations(); });
 }

@@ -11,6 +11,13 @@ import torch_neuronx
 from tnx_helpers import run_python, torch_neuronx_runtime
 
 
+@pytest.fixture(autouse=True)
+def _quiescent_heap():
+    """Garbage of earlier tests (tensors held by failed calls' tracebacks) must not be collected
+    in the middle of a test's before/after comparison."""
+    gc.collect()
+
+
 def test_allocated_follows_tensors():
     base = torch.neuron.memory_allocated()
     a = torch.empty(1000, dtype=torch.float32, device="neuron")

@@ -1,6 +1,7 @@
 #include "NeuronDeviceAllocator.h"
 
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -23,6 +24,10 @@ struct Block {
 };
 
 bool g_caching = true;
+// Set while some device memory is invalid (a failed launch did not write it, see
+// neuron_sim.memory.validity): a block reused from the cache holds a new tensor, so the bridge
+// forgets its invalid ranges; otherwise reuse needs no call into Python.
+std::atomic<bool> g_forget_invalid_on_reuse{false};
 
 // Reuse granularity: small blocks in 512 B steps, large ones in 64 KiB steps (<= 6% waste), and a
 // cached block serves a request at most 1/8 smaller than itself.
@@ -55,6 +60,7 @@ struct NeuronAllocator final : c10::DeviceAllocator {
     }
     size_t reserved = round_block(n);
     uintptr_t addr = take_cached(d, reserved, n).first;
+    if (addr != 0 && g_forget_invalid_on_reuse.load(std::memory_order_relaxed)) call("reused", addr);
     if (addr == 0) {
       addr = malloc_from_hbm(d, reserved);
       record_live(addr, n, reserved, d, /*fresh=*/true);
@@ -231,6 +237,7 @@ REGISTER_ALLOCATOR(kNeuron, &g_allocator);
 
 c10::DeviceAllocator* device_allocator() { return &g_allocator; }
 void set_memory_caching(bool enabled) { g_caching = enabled; }
+void set_forget_invalid_on_reuse(bool enabled) { g_forget_invalid_on_reuse.store(enabled); }
 void empty_cache() { g_allocator.release_cached(-1); }
 
 size_t cached_blocks() {

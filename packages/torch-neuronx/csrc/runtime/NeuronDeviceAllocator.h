@@ -12,6 +12,7 @@ namespace torch_neuronx {
 
 c10::DeviceAllocator* device_allocator();
 void set_memory_caching(bool enabled);  // TORCH_NEURONX_NO_MEMORY_CACHING=1 turns it off (init)
+void set_forget_invalid_on_reuse(bool enabled);  // while invalid device memory exists (validity.watch)
 void empty_cache();                     // cached free blocks back to the HBM
 size_t cached_blocks();
 size_t live_allocations();

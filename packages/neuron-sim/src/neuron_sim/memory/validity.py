@@ -28,6 +28,15 @@ class _Count:
 
 INVALID = _Count()
 _count_lock = threading.Lock()
+_watchers: list = []
+
+
+def watch(callback) -> None:
+    """Call ``callback(True)`` when the process's first invalid range appears and
+    ``callback(False)`` when the last one goes. A framework that reuses device memory without
+    freeing it (a caching allocator) forgets the ranges of reused memory only while there are any."""
+    _watchers.append(callback)
+    callback(INVALID.count > 0)
 
 
 class InvalidRanges:
@@ -104,4 +113,9 @@ class InvalidRanges:
             self._by_block.pop(block, None)
         if len(ranges) != before:
             with _count_lock:
+                was = INVALID.count > 0
                 INVALID.count += len(ranges) - before
+                now = INVALID.count > 0
+            if was != now:
+                for callback in _watchers:
+                    callback(now)

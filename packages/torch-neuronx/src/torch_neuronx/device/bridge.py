@@ -68,6 +68,13 @@ class Bridge:
             self._host[block.address] = host
         return block.address
 
+    def reused(self, address: int) -> None:
+        """The caching allocator gives the block at ``address`` to a new tensor: none of it is
+        invalid any more (only called while some device memory is, see registration)."""
+        with self._lock:
+            device, block = self._blocks[address]
+        self.runtime.device(device).hbm.invalid.forget(block.address)
+
     def free(self, address: int) -> None:
         with self._lock:
             device, block = self._blocks.pop(address)

@@ -12,6 +12,7 @@ import atexit
 import os
 
 import torch
+from neuron_sim.memory import validity
 from neuron_sim.runtime import get_runtime
 
 from .. import _C
@@ -34,6 +35,9 @@ def initialize() -> bool:
         caching = os.environ.get(NO_MEMORY_CACHING_ENV, "0") in ("", "0")
         _C.init(bridge, [d.hbm.capacity for d in runtime.devices], caching)
         state.install(bridge, _C)
+        # The caching allocator reuses blocks without freeing them: while a failed launch has left
+        # memory invalid, a reused block is a new tensor and must not inherit the dead one's state.
+        validity.watch(_C.set_forget_invalid_on_reuse)
         torch._register_device_module("neuron", neuron)
         torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
         amp.register(_LIBRARIES)
