@@ -35,8 +35,9 @@ def watch(callback) -> None:
     """Call ``callback(True)`` when the process's first invalid range appears and
     ``callback(False)`` when the last one goes. A framework that reuses device memory without
     freeing it (a caching allocator) forgets the ranges of reused memory only while there are any."""
-    _watchers.append(callback)
-    callback(INVALID.count > 0)
+    with _count_lock:  # the first call and later transitions in order: the last call is the state
+        _watchers.append(callback)
+        callback(INVALID.count > 0)
 
 
 class InvalidRanges:
@@ -116,6 +117,6 @@ class InvalidRanges:
                 was = INVALID.count > 0
                 INVALID.count += len(ranges) - before
                 now = INVALID.count > 0
-            if was != now:
-                for callback in _watchers:
-                    callback(now)
+                if was != now:  # under the lock: two transitions never reach a watcher out of order
+                    for callback in _watchers:
+                        callback(now)
