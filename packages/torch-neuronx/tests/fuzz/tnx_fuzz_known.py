@@ -78,10 +78,6 @@ KNOWN_ISSUES = [
      lambda program, mode, m: m.kind == "error type" and mode != "compile"
      and "CPU raised RuntimeError: zero-dimensional tensor (at position 0) cannot be concatenated" in m.message
      and "neuron raised IndexError: Dimension out of range" in m.message),
-    ("fuzz-16 - torchcore: an op of a 0-d integer tensor and a Python int (rsub; compiled remainder) returns int64",
-     lambda program, mode, m: m.kind in ("layout", "value") and m.expected is not None and m.got is not None
-     and m.expected.dim() == 0 and m.expected.dtype in (torch.int8, torch.int16, torch.int32, torch.uint8)
-     and m.got.dtype == torch.int64),
     ("fuzz-19 - torchcore: adaptive eager's flush reads a tensor that out= resized to empty (address 0x0)",
      lambda program, mode, m: mode == "adaptive" and "is not neuron device memory" in m.message),
     ("fuzz-20 - lowering: gelu of float16/bfloat16 computes in the 16-bit dtype (CPU: in fp32, rounded once)",

@@ -24,6 +24,8 @@ from .variants import RUNTIME_SCALARS, functional_variant
 
 
 def _meta(x):
+    if getattr(x, "_tnx_wrapped_number", False):
+        return x.item()  # a number for a Tensor argument promotes as a number, not as a 0-d tensor
     if isinstance(x, torch.Tensor):
         return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device="meta")
     if isinstance(x, torch.device):
@@ -34,6 +36,8 @@ def _meta(x):
 def _for_trace(x):
     if isinstance(x, torch.device):
         return torch.device("cpu")  # factories: make_fx builds on CPU
+    if getattr(x, "_tnx_wrapped_number", False):
+        return x.item()  # traced as the number it is: the op wraps it again and promotes it as one
     if isinstance(x, torch.Tensor) and x.device.type == "cpu":  # a host 0-dim operand: its value is in the key
         return _HostScalar(x.item(), x.dtype)
     return x
