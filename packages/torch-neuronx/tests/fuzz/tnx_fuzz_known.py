@@ -23,6 +23,7 @@ from tnx_fuzz_values import is_int
 
 INT_BEYOND_FP32 = "13.1 - numerics"  # issue 13 item 1: integers beyond 2**24 go through float32
 _BOOL_REDUCTIONS = {"amax", "amin", "max", "min", "max_dim"}
+_SCALAR_COMPARISONS = {"eq_s", "ne_s", "lt_s", "le_s", "gt_s", "ge_s"}
 
 
 def _ints_past_2_24(*tensors) -> bool:
@@ -90,6 +91,10 @@ KNOWN_ISSUES = [
      lambda program, mode, m: m.kind == "missing error" and (_step_op(program, m) or "").endswith("_out_into")
      and "doesn't match the broadcast shape" in m.message and any(t.numel() == 0 for t in m.operands)
      and program["steps"][m.step]["args"][-1] in program["steps"][m.step]["args"][:-1]),
+    ("fuzz-23 - numerics: a bool tensor compared with an int scalar outside {0, 1} casts the scalar to bool",
+     lambda program, mode, m: m.kind == "value" and _step_op(program, m) in _SCALAR_COMPARISONS
+     and m.operands and m.operands[0].dtype == torch.bool
+     and type(s := program["steps"][m.step]["params"]["s"]) is int and s not in (0, 1)),
     ("fuzz-12 - numerics: compiled integer division by zero and int ** negative int do not raise",
      lambda program, mode, m: mode == "compile" and m.kind == "missing error"
      and ("negative integer powers" in m.message or "ZeroDivisionError" in m.message)),
