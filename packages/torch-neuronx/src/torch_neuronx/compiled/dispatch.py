@@ -22,14 +22,16 @@ import warnings
 from collections import OrderedDict
 
 import torch
+from neuron_sim.memory.validity import INVALID
 from neuronxcc.compiler import CompileError, compile_neff
 from torch.utils._pytree import tree_flatten
 
 from ..device import env as _env
 from ..device import hooks
 from ..device import state as _state
+from ..execution import mark_overwritten
 from ..ops import fallback, overlap, tracking
-from ..ops.schema import argument, mutated_arguments, with_argument
+from ..ops.schema import OVERWRITES_SELF, argument, mutated_arguments, with_argument
 from . import adaptive
 from .build import build
 from .cache import CACHE
@@ -157,6 +159,8 @@ def neuron_kernel(op, *args, **kwargs):
         return fallback.cpu_fallback(op, *args, **kwargs)  # runs CPU's kernel at once: its checks, its aliasing
     if targets is not None and _resize_outs(entry, targets):
         return neuron_kernel(op, *args, **kwargs)  # the resized out= tensors make a new signature
+    if INVALID.count and facts.name in OVERWRITES_SELF:  # only after a failed launch
+        mark_overwritten(targets[0], name=facts.name, framework="eager")
     tracking.record(facts.name, fallback=False)
     if adaptive.enabled():
         result = adaptive.defer(entry, op, tensors, device, targets)

@@ -13,14 +13,15 @@ queues, and one point where each launch is published as an op-level record:
     execution.submit_host(fn, device=x.device, device_time_ns=2_000.0, name="copy_h2d", kind="copy",
                           context="copy [4, 8] host -> neuron:0", framework="copy")
     execution.host_view(x)                           # a CPU tensor over x's device memory
+    execution.check_readable(x)                      # before a host read: a failed launch's error, not garbage
     handle = execution.subscribe(records.append)     # OpRecord per launch / host task, at submission
 
 Work goes on the calling thread's current stream of the device unless a stream is given.
 """
 
-from .host import device_bytes, host_storage_bytes, host_view
-from .launch import Buffer, launch_neff, queue, runtime, submit_host
+from .host import check_readable, device_bytes, device_span, host_storage_bytes, host_view, written_span
+from .launch import Buffer, launch_neff, mark_overwritten, queue, runtime, submit_host
 from .records import OpRecord, subscribe, unsubscribe
 
-__all__ = ["Buffer", "launch_neff", "submit_host", "queue", "runtime", "host_view", "host_storage_bytes", "device_bytes",
-           "OpRecord", "subscribe", "unsubscribe"]
+__all__ = ["Buffer", "launch_neff", "submit_host", "mark_overwritten", "queue", "runtime", "host_view", "host_storage_bytes",
+           "device_bytes", "device_span", "written_span", "check_readable", "OpRecord", "subscribe", "unsubscribe"]

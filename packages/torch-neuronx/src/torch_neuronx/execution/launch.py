@@ -16,6 +16,7 @@ import torch
 from neuron_sim.runtime import Queue, Runtime, Submission
 
 from ..device import state
+from .host import written_span
 from .records import SINK, OpRecord
 
 Buffer = tuple  # (torch.Tensor | torch.UntypedStorage | int address, nbytes)
@@ -62,17 +63,29 @@ def launch_neff(neff, buffers: Mapping[str, Buffer], *, device: torch.device | i
 
 
 def submit_host(fn: Callable[[], object] | None, *, device: torch.device | int, device_time_ns: float, name: str, kind: str,
-                context: str, framework: str, stream: torch.Stream | int | None = None) -> Submission:
+                context: str, framework: str, stream: torch.Stream | int | None = None, reads=(), writes=()) -> Submission:
     """Run ``fn()`` in order on the stream, taking ``device_time_ns`` of simulated time. ``fn`` None:
     the work already ran on the host (a synchronous fallback op, a blocking read) and only takes
-    its place on the device timeline."""
+    its place on the device timeline. ``reads`` / ``writes``: the device memory ``fn`` reads and
+    writes (``device_span`` of tensors): it is skipped if it would read what failed work left
+    unwritten, and what it writes is then invalid too (a later host read raises the original error)."""
     index = device if type(device) is int else device.index
     stream_id = _stream_id(index, stream)
     q = state.bridge().queue(index, stream_id)
-    submission = q.submit(_no_host_work if fn is None else _host_task(fn), device_time_ns=device_time_ns, name=name, kind=kind, context=context)
+    submission = q.submit(_no_host_work if fn is None else _host_task(fn), device_time_ns=device_time_ns, name=name, kind=kind,
+                          context=context, reads=reads, writes=writes)
     if SINK.enabled:
         _publish(submission, kind, framework, context, index, stream_id, q)
     return submission
+
+
+def mark_overwritten(t: torch.Tensor, *, name: str, framework: str) -> None:
+    """In ``t``'s stream order, before the op that overwrites every element of ``t`` without
+    reading them (``fill_``, ``zero_``): ``t`` is valid from there, even where failed work had
+    left it invalid - the op's launch binds ``t`` as an input (for its shape), which would
+    otherwise be skipped with the old error. Only needed while some memory is invalid."""
+    submit_host(None, device=t.device, device_time_ns=0.0, name=name, kind="host",
+                context=f"{name} overwrites {list(t.shape)} on {t.device}", framework=framework, writes=(written_span(t),))
 
 
 def _no_host_work() -> None:

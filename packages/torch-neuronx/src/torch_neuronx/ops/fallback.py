@@ -18,11 +18,11 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from ..device import state as _state
-from ..execution import host_view, queue, submit_host
+from ..execution import check_readable, device_span, host_view, queue, submit_host, written_span
 from . import costs, overlap, tracking
 from .generators import HostRng, generator_for
 from .host import is_neuron
-from .schema import arguments_by_name, mutated_arguments
+from .schema import OVERWRITES_SELF, arguments_by_name, mutated_arguments
 
 NOT_META: set = set()  # ops whose meta kernel is missing or data-dependent: run synchronously
 # Ops that return host values or data-dependent shapes, known up front.
@@ -328,8 +328,12 @@ def _run_async(op, flat, spec, device, meta_out):
                 )
             view.copy_(leaves[i])
 
+    not_read = {id(t) for t in _only_written(op, by_name)}
+    reads = [device_span(x) for x in flat if is_neuron(x) and id(x) not in not_read]
+    writes = [written_span(t) for t in results if t is not None and is_neuron(t)]
     submit_host(run, device=device, device_time_ns=costs.fallback_ns(nbytes_in, nbytes_out), name=_op_name(op),
-                kind="cpu_fallback", context=f"{context} on {device} (CPU fallback)", framework="cpu_fallback")
+                kind="cpu_fallback", context=f"{context} on {device} (CPU fallback)", framework="cpu_fallback",
+                reads=reads, writes=writes)
     return tree_unflatten(results, out_spec)
 
 
@@ -362,27 +366,39 @@ def _return_aliases(returns, meta_out) -> list:
 def _run_now(op, flat, spec, device):
     """Synchronize the operands' stream, run on CPU at once, and map the results back."""
     queue(device).synchronize()
+    read = [x for x in flat if is_neuron(x)]
+    if op._schema.name in OVERWRITES_SELF and read and read[0] is flat[0]:
+        read = read[1:]  # a random fill never reads the tensor it overwrites: nothing goes to the host
+    for t in read:
+        check_readable(t)  # what failed work left unwritten raises its error, not computed on
     rng = _rng_for(op, flat, device)
     cpu_flat = _cpu_values(flat)
     result = _execute(op, cpu_flat, spec, rng)
     mapped = _map_back(result, flat, cpu_flat, device)
-    read = [x for x in flat if is_neuron(x)]
-    if _overload(op) in _OVERWRITES_SELF and read and read[0] is flat[0]:
-        read = read[1:]  # a random fill never reads the tensor it overwrites: nothing goes to the host
+    args, kwargs = tree_unflatten(flat, spec)
+    by_name = arguments_by_name(op, args, kwargs)
+    written = [t for name in mutated_arguments(op) for t in _tensors_in(by_name.get(name))]
+    written += [t for t in tree_flatten(mapped)[0] if is_neuron(t)]
     nbytes = _nbytes(read) + _nbytes([x for x in tree_flatten(result)[0]])
+    # Declared written (after the fact): memory that held a failed task's garbage is valid again.
     submit_host(None, device=device, device_time_ns=costs.fallback_ns(nbytes, 0), name=_op_name(op), kind="cpu_fallback",
-                context=f"{_describe(op, flat)} on {device} (CPU fallback, synchronous)", framework="cpu_fallback")
+                context=f"{_describe(op, flat)} on {device} (CPU fallback, synchronous)", framework="cpu_fallback",
+                writes=[written_span(t) for t in written])
     return mapped
 
 
-
-# In-place random fills: ``self`` is only written (its values are replaced, not read).
-_OVERWRITES_SELF = {"aten::bernoulli_.float", "aten::uniform_", "aten::normal_", "aten::random_", "aten::random_.from",
-                    "aten::random_.to", "aten::exponential_", "aten::cauchy_", "aten::log_normal_", "aten::geometric_"}
+def _tensors_in(value) -> list:
+    return [t for t in (value if isinstance(value, (list, tuple)) else (value,)) if is_neuron(t)]
 
 
-def _overload(op) -> str:
-    return op._schema.name if op._overloadname == "default" else f"{op._schema.name}.{op._overloadname}"
+def _only_written(op, by_name) -> list:
+    """The written arguments whose values ``op`` does not read: ``out=`` tensors, and ``self``
+    of an op that overwrites it."""
+    if op._schema.name in OVERWRITES_SELF:
+        return _tensors_in(by_name.get("self"))
+    if op._schema.name.endswith("_"):
+        return []
+    return [t for name in mutated_arguments(op) for t in _tensors_in(by_name.get(name))]
 
 
 def _run_view(op, flat, spec):

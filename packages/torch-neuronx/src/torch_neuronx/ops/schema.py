@@ -4,6 +4,14 @@ from __future__ import annotations
 
 import functools
 
+# In-place ops whose result does not depend on the values of the ``self`` they write (random
+# fills, fill_, zero_): ``self`` is only written. After a failed launch, such an op makes a tensor
+# the failure left invalid valid again, as a copy into it does.
+OVERWRITES_SELF = frozenset({
+    "aten::fill_", "aten::zero_", "aten::bernoulli_", "aten::uniform_", "aten::normal_", "aten::random_",
+    "aten::exponential_", "aten::cauchy_", "aten::log_normal_", "aten::geometric_",
+})
+
 
 def mutated_arguments(op) -> list[str]:
     """Names of the arguments ``op`` writes, in schema order."""

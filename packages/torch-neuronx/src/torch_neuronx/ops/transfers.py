@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from ..device import state
-from ..execution import host_view, queue, submit_host
+from ..execution import check_readable, device_span, host_view, queue, submit_host, written_span
 from . import costs
 from .host import host_copy, host_snapshot
 
@@ -31,7 +31,7 @@ def submit_upload(dst: torch.Tensor, src: torch.Tensor, stream: int | None = Non
     target = math_view(host_view(dst), dst)
     submit_host(lambda: host_copy(target, src), device=dst.device, device_time_ns=costs.host_copy_ns(src.numel() * src.element_size()),
                 name="copy_h2d", kind="copy", context=f"copy {list(src.shape)} host -> {dst.device}", framework="copy",
-                stream=stream)
+                stream=stream, writes=(written_span(dst),))
 
 
 def submit_download(dst: torch.Tensor, src: torch.Tensor) -> None:
@@ -39,7 +39,8 @@ def submit_download(dst: torch.Tensor, src: torch.Tensor) -> None:
     the caller synchronizes before reading ``dst``)."""
     source = math_view(host_view(src), src)
     submit_host(lambda: host_copy(dst, source), device=src.device, device_time_ns=costs.host_copy_ns(src.numel() * src.element_size()),
-                name="copy_d2h", kind="copy", context=f"copy {list(src.shape)} {src.device} -> host", framework="copy")
+                name="copy_d2h", kind="copy", context=f"copy {list(src.shape)} {src.device} -> host", framework="copy",
+                reads=(device_span(src),))
 
 
 def submit_device_copy(dst: torch.Tensor, src: torch.Tensor) -> None:
@@ -47,13 +48,17 @@ def submit_device_copy(dst: torch.Tensor, src: torch.Tensor) -> None:
     memory, ``src``'s stream is waited for first and its bytes snapshotted."""
     source = math_view(host_view(src), src)
     target = math_view(host_view(dst), dst)
+    reads = (device_span(src),)
     if src.device != dst.device:
         queue(src.device).synchronize()
+        check_readable(src)
         source = host_snapshot(source)
+        reads = ()  # read now, on the host
     nbytes = src.numel() * src.element_size()
     dma_bytes_per_ns = state.bridge().runtime.device(dst.device.index).arch.dma.peak_bytes_per_ns
     submit_host(lambda: host_copy(target, source), device=dst.device, device_time_ns=costs.device_copy_ns(nbytes, dma_bytes_per_ns),
-                name="copy_d2d", kind="copy", context=f"copy {list(src.shape)} {src.device} -> {dst.device}", framework="copy")
+                name="copy_d2d", kind="copy", context=f"copy {list(src.shape)} {src.device} -> {dst.device}", framework="copy",
+                reads=reads, writes=(written_span(dst),))
 
 
 def read_now(t: torch.Tensor, context: str) -> torch.Tensor:
@@ -62,4 +67,5 @@ def read_now(t: torch.Tensor, context: str) -> torch.Tensor:
     submit_host(None, device=t.device, device_time_ns=costs.host_copy_ns(t.numel() * t.element_size()), name="copy_d2h",
                 kind="copy", context=context, framework="copy")
     queue(t.device).synchronize()
+    check_readable(t)  # the original error, not the garbage a failed or skipped write left
     return math_view(host_view(t), t)
