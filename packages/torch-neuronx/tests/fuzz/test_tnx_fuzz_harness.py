@@ -16,7 +16,7 @@ import torch
 from hypothesis import Phase, given, settings
 from tnx_fuzz_checks import CHECKS, differences
 from tnx_fuzz_ops import OPS
-from tnx_fuzz_programs import materialize_inputs, programs, run_step, source, step_name
+from tnx_fuzz_programs import materialize_inputs, programs, run_step, source, step_name, undefined_cast
 from tnx_fuzz_runner import compare
 
 EPS32 = torch.finfo(torch.float32).eps
@@ -204,3 +204,15 @@ def test_most_programs_run_to_their_end_and_print_as_scripts(drawn_programs):
         names = [n for n in env if n != "dev"]
         assert all(f"{name} tensor(" in printed.getvalue() for name in names), printed.getvalue()
     assert finished >= 40  # the rest end in an error drawn on purpose (a dim, an index, an operand of a kind the op refuses)
+
+
+def test_programs_make_no_undefined_casts_through_out_tensors():
+    # a float reduction written into an integer out= tensor casts: NaN, inf or a value out of the
+    # integer's range give values C++ leaves undefined (CPU: -2**31 for NaN into int32)
+    x = torch.tensor([math.nan, 1.0], dtype=torch.bfloat16)
+    into_int32 = {"dim": 0, "n": 3, "out_dtype": {"dtype": "int32"}}
+    assert undefined_cast(OPS["sum_out"], into_int32, [x])
+    assert undefined_cast(OPS["cumsum_out_into"], {"dim": 0}, [x, torch.zeros(2, dtype=torch.int64)])
+    assert not undefined_cast(OPS["sum_out"], into_int32, [torch.tensor([2.5, 1.0])])
+    assert not undefined_cast(OPS["sum_out"], {**into_int32, "out_dtype": {"dtype": "float16"}}, [x])
+    assert not undefined_cast(OPS["cumsum_out_into"], {"dim": 0}, [torch.tensor([-3, 7]), torch.zeros(2, dtype=torch.int8)])

@@ -214,6 +214,13 @@ def undefined_cast(op: Op, params: dict, operands: list[torch.Tensor]) -> bool:
         target = DTYPES[cast]
     elif op.name in ("copy_", "setitem_t") and len(operands) > 1:
         target, source = operands[0].dtype, operands[1]
+    elif "reval" in op.meta:  # out=: the op's result is cast to the out tensor's dtype (reductions allow it)
+        target = DTYPES[params["out_dtype"]["dtype"]] if "out_dtype" in params else operands[-1].dtype
+        names = [f"r{i}" for i in range(len(operands))]
+        try:
+            source = eval(op.reval_source(names, params), NAMESPACE, dict(zip(names, operands), dev=torch.device("cpu")))  # noqa: S307
+        except Exception:  # noqa: BLE001 - the op fails anyway
+            return False
     if target is None or not is_float(source.dtype) or is_float(target) or target == torch.bool:
         return False
     info = torch.iinfo(target)
