@@ -18,12 +18,19 @@ from __future__ import annotations
 import re
 
 import torch
+from tnx_fuzz_ops import OPS
+from tnx_fuzz_programs import result_without_out
 
 _SCALAR_COMPARISONS = {"eq_s", "ne_s", "lt_s", "le_s", "gt_s", "ge_s"}
 
 
 def _step_op(program, m) -> str | None:
     return program["steps"][m.step]["op"] if m.step is not None and m.step < len(program["steps"]) else None
+
+
+def _empty_result(step, operands) -> bool:
+    result = result_without_out(OPS[step["op"]], step.get("params", {}), operands)
+    return result is not None and result.numel() == 0
 
 
 KNOWN_ISSUES = [
@@ -48,6 +55,11 @@ KNOWN_ISSUES = [
      lambda program, mode, m: m.kind == "missing error" and (_step_op(program, m) or "").endswith("_out_into")
      and "doesn't match the broadcast shape" in m.message and any(t.numel() == 0 for t in m.operands)
      and program["steps"][m.step]["args"][-1] in program["steps"][m.step]["args"][:-1]),
+    ("fuzz-24 - torchcore: out= into its own input with an empty result is resized to empty (CPU raises: overlap)",
+     lambda program, mode, m: m.kind == "missing error" and (_step_op(program, m) or "").endswith("_out_into")
+     and "refer to a single memory location" in m.message
+     and program["steps"][m.step]["args"][-1] in program["steps"][m.step]["args"][:-1]
+     and _empty_result(program["steps"][m.step], m.operands)),
     ("fuzz-23 - numerics: a bool tensor compared with an int scalar outside {0, 1} casts the scalar to bool",
      lambda program, mode, m: m.kind == "value" and _step_op(program, m) in _SCALAR_COMPARISONS
      and m.operands and m.operands[0].dtype == torch.bool

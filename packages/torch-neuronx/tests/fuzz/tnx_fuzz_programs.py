@@ -202,6 +202,15 @@ def pick_partner(draw, kind: str, a: torch.Tensor, env: dict) -> str:
     return draw(st.sampled_from(names))
 
 
+def result_without_out(op: Op, params: dict, operands: list[torch.Tensor]) -> torch.Tensor | None:
+    """What an ``out=`` op computes before writing ``out`` (on CPU operands; None if it raises)."""
+    names = [f"r{i}" for i in range(len(operands))]
+    try:
+        return eval(op.reval_source(names, params), NAMESPACE, dict(zip(names, operands), dev=torch.device("cpu")))  # noqa: S307
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def undefined_cast(op: Op, params: dict, operands: list[torch.Tensor]) -> bool:
     """Would the step cast a float that an integer dtype cannot hold (NaN, inf, out of range)?
     C++ leaves that undefined and so does PyTorch; programs do not do it."""
@@ -216,11 +225,9 @@ def undefined_cast(op: Op, params: dict, operands: list[torch.Tensor]) -> bool:
         target, source = operands[0].dtype, operands[1]
     elif "reval" in op.meta:  # out=: the op's result is cast to the out tensor's dtype (reductions allow it)
         target = DTYPES[params["out_dtype"]["dtype"]] if "out_dtype" in params else operands[-1].dtype
-        names = [f"r{i}" for i in range(len(operands))]
-        try:
-            source = eval(op.reval_source(names, params), NAMESPACE, dict(zip(names, operands), dev=torch.device("cpu")))  # noqa: S307
-        except Exception:  # noqa: BLE001 - the op fails anyway
-            return False
+        source = result_without_out(op, params, operands)
+        if source is None:
+            return False  # the op fails anyway
     if target is None or not is_float(source.dtype) or is_float(target) or target == torch.bool:
         return False
     info = torch.iinfo(target)
