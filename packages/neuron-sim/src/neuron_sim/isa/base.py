@@ -162,6 +162,12 @@ def check_onchip(ap: AccessPattern, arch: Architecture, role: str, compute: bool
         check_pattern_limits(ap, role)
 
 
+def check_operand(ap: AccessPattern, arch: Architecture, engine: str, role: str, writing: bool) -> None:
+    """An on-chip operand of a compute instruction that ``engine`` can read (or write)."""
+    check_onchip(ap, arch, role)
+    check_memory(ap, engine, role, writing=writing)
+
+
 # A compute engine's access pattern encodes each free dimension as [stride: int16, count: uint16]
 # in elements (trainium2_arch.rst, "access patterns"). DMA descriptors are not limited this way.
 STRIDE_RANGE = (-(1 << 15), (1 << 15) - 1)

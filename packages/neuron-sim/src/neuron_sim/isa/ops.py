@@ -13,6 +13,21 @@ import numpy as np
 from ..errors import ValidationError
 from .erf import erf as _erf
 
+
+def _predicates(result_dtype) -> dict:
+    """Comparisons and logical ops: 1 where true and 0 where false, as ``result_dtype``."""
+    def flag(test):
+        return lambda a, b: test(a, b).astype(result_dtype)
+
+    def logical(test):
+        return lambda a, b: test(np.not_equal(a, 0), np.not_equal(b, 0)).astype(result_dtype)
+
+    return {"equal": flag(np.equal), "not_equal": flag(np.not_equal), "greater": flag(np.greater),
+            "greater_equal": flag(np.greater_equal), "less": flag(np.less), "less_equal": flag(np.less_equal),
+            "logical_and": logical(np.logical_and), "logical_or": logical(np.logical_or),
+            "logical_xor": logical(np.logical_xor)}
+
+
 ARITHMETIC_OPS = {
     "add": np.add,
     "subtract": np.subtract,
@@ -25,15 +40,7 @@ ARITHMETIC_OPS = {
     "fmod": np.fmod,
     "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
     "abs_min": lambda a, b: np.minimum(np.abs(a), np.abs(b)),
-    "equal": lambda a, b: (a == b).astype(np.float32),
-    "not_equal": lambda a, b: (a != b).astype(np.float32),
-    "greater": lambda a, b: (a > b).astype(np.float32),
-    "greater_equal": lambda a, b: (a >= b).astype(np.float32),
-    "less": lambda a, b: (a < b).astype(np.float32),
-    "less_equal": lambda a, b: (a <= b).astype(np.float32),
-    "logical_and": lambda a, b: np.logical_and(a != 0, b != 0).astype(np.float32),
-    "logical_or": lambda a, b: np.logical_or(a != 0, b != 0).astype(np.float32),
-    "logical_xor": lambda a, b: np.logical_xor(a != 0, b != 0).astype(np.float32),
+    **_predicates(np.float32),
     "bypass": lambda a, b: a,
 }
 
@@ -70,23 +77,9 @@ ALL_BINARY_OPS = {**ARITHMETIC_OPS, **BITVEC_OPS}
 # published integer semantics and are not modelled in this mode.
 INTEGER_MODE_DTYPES = ("int32", "uint32")
 INTEGER_ALU_OPS = {
-    "add": np.add,
-    "subtract": np.subtract,
-    "multiply": np.multiply,
-    "maximum": np.maximum,
-    "minimum": np.minimum,
-    "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
-    "abs_min": lambda a, b: np.minimum(np.abs(a), np.abs(b)),
-    "equal": lambda a, b: (a == b).astype(np.int64),
-    "not_equal": lambda a, b: (a != b).astype(np.int64),
-    "greater": lambda a, b: (a > b).astype(np.int64),
-    "greater_equal": lambda a, b: (a >= b).astype(np.int64),
-    "less": lambda a, b: (a < b).astype(np.int64),
-    "less_equal": lambda a, b: (a <= b).astype(np.int64),
-    "logical_and": lambda a, b: np.logical_and(a != 0, b != 0).astype(np.int64),
-    "logical_or": lambda a, b: np.logical_or(a != 0, b != 0).astype(np.int64),
-    "logical_xor": lambda a, b: np.logical_xor(a != 0, b != 0).astype(np.int64),
-    "bypass": lambda a, b: a,
+    **{op: ARITHMETIC_OPS[op] for op in ("add", "subtract", "multiply", "maximum", "minimum", "abs_max", "abs_min")},
+    **_predicates(np.int64),
+    "bypass": ARITHMETIC_OPS["bypass"],
 }
 
 

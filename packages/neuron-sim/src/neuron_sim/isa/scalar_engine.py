@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from ..memory.access_pattern import AccessPattern
 from . import ops
-from .base import Instruction, check_memory, check_onchip, check_same_free_size, check_same_partitions, check_scalar_operand
+from .base import Instruction, check_operand, check_same_free_size, check_same_partitions, check_scalar_operand
 
 ACTIVATION_REDUCE_OPS = ("add", "maximum", "minimum")
 
@@ -40,10 +40,8 @@ class Activation(Instruction):
 
     def _validate(self, arch):
         ops.check_op(self.func, ops.ACTIVATIONS, "activation")
-        check_onchip(self.dst, arch, "dst")
-        check_onchip(self.src, arch, "src")
-        check_memory(self.dst, "scalar", "dst", writing=True)
-        check_memory(self.src, "scalar", "src", writing=False)
+        check_operand(self.dst, arch, "scalar", "dst", writing=True)
+        check_operand(self.src, arch, "scalar", "src", writing=False)
         check_same_partitions(self.src, self.dst, "src", "dst")
         check_same_free_size(self.src, self.dst, "src", "dst")
         check_scalar_operand(self.scale, self.src, arch, "scale", "scalar")
@@ -53,8 +51,7 @@ class Activation(Instruction):
         if self.reduce_op is not None:
             if self.reduce_op not in ACTIVATION_REDUCE_OPS:
                 raise ValidationError("activation.reduce", f"activation reduces with {ACTIVATION_REDUCE_OPS}, not {self.reduce_op!r}")
-            check_onchip(self.reduce_res, arch, "reduce_res")
-            check_memory(self.reduce_res, "scalar", "reduce_res", writing=True)
+            check_operand(self.reduce_res, arch, "scalar", "reduce_res", writing=True)
             check_same_partitions(self.reduce_res, self.src, "reduce_res", "src")
             if self.reduce_res.free_size != 1:
                 raise ValidationError("activation.reduce", f"reduce_res holds one value per partition, got {list(self.reduce_res.shape)}")

@@ -8,24 +8,28 @@ from dataclasses import dataclass
 from .. import dtypes
 from ..errors import ValidationError
 from ..memory.access_pattern import AccessPattern
-from .base import check_memory, check_onchip, check_same_partitions
+from .base import check_operand, check_same_partitions
 from .vector import _Elementwise
 
 MIN_SEARCH_ELEMENTS, MAX_SEARCH_ELEMENTS = 8, 16_384
 
 
-def _check_search_io(inst, arch, dst: AccessPattern, data: AccessPattern, dst_elements: int | None) -> None:
-    check_onchip(dst, arch, "dst")
-    check_memory(dst, inst.engine, "dst", writing=True)
-    check_onchip(data, arch, "data")
-    check_memory(data, inst.engine, "data", writing=False)
-    check_same_partitions(data, dst, "data", "dst")
+def _check_search_io(inst, arch, dst: AccessPattern, data: AccessPattern, dst_elements: int | None,
+                     vals: AccessPattern | None = None) -> None:
+    """dst and data (and the 8 ``vals`` searched for) on chip, on the same partitions."""
+    check_operand(dst, arch, inst.engine, "dst", writing=True)
+    for ap, role in ((data, "data"), (vals, "vals")):
+        if ap is not None:
+            check_operand(ap, arch, inst.engine, role, writing=False)
+            check_same_partitions(ap, dst, role, "dst")
     if not MIN_SEARCH_ELEMENTS <= data.free_size <= MAX_SEARCH_ELEMENTS:
         raise ValidationError("search.size", f"{inst.opcode} reads {MIN_SEARCH_ELEMENTS}-{MAX_SEARCH_ELEMENTS} elements per "
                                              f"partition, got {data.free_size} ({data.describe()})")
     if dst_elements is not None and dst.free_size != dst_elements:
         raise ValidationError("search.dst_shape", f"{inst.opcode} writes {dst_elements} elements per partition, dst holds "
                                                   f"{dst.free_size} ({dst.describe()})")
+    if vals is not None and vals.free_size != 8:
+        raise ValidationError("search.vals", f"vals holds 8 values per partition, got {vals.free_size}")
 
 
 @dataclass(kw_only=True, eq=False)
@@ -65,11 +69,7 @@ class FindIndex8(_Elementwise):
         return [self.dst]
 
     def _validate(self, arch):
-        _check_search_io(self, arch, self.dst, self.data, 8)
-        check_onchip(self.vals, arch, "vals")
-        check_same_partitions(self.vals, self.data, "vals", "data")
-        if self.vals.free_size != 8:
-            raise ValidationError("search.vals", f"vals holds 8 values per partition, got {self.vals.free_size}")
+        _check_search_io(self, arch, self.dst, self.data, 8, self.vals)
         if dtypes.dtype_name(self.dst.dtype) not in ("uint16", "uint32"):
             raise ValidationError("search.index_dtype", f"indices are uint16 or uint32, got {self.dst.dtype}")
 
@@ -95,13 +95,9 @@ class MatchReplace8(_Elementwise):
         return [self.dst] + ([self.dst_idx] if self.dst_idx is not None else [])
 
     def _validate(self, arch):
-        _check_search_io(self, arch, self.dst, self.data, self.data.free_size)
-        check_onchip(self.vals, arch, "vals")
-        check_same_partitions(self.vals, self.data, "vals", "data")
-        if self.vals.free_size != 8:
-            raise ValidationError("search.vals", f"vals holds 8 values per partition, got {self.vals.free_size}")
+        _check_search_io(self, arch, self.dst, self.data, self.data.free_size, self.vals)
         if self.dst_idx is not None:
-            check_onchip(self.dst_idx, arch, "dst_idx")
+            check_operand(self.dst_idx, arch, self.engine, "dst_idx", writing=True)
             check_same_partitions(self.dst_idx, self.data, "dst_idx", "data")
             if self.dst_idx.free_size != 8:
                 raise ValidationError("search.dst_shape", f"dst_idx holds 8 indices per partition, got {self.dst_idx.free_size}")
@@ -126,8 +122,7 @@ class SequenceBounds(_Elementwise):
 
     def _validate(self, arch):
         for ap, role, writing in ((self.dst, "dst", True), (self.segment_ids, "segment_ids", False)):
-            check_onchip(ap, arch, role)
-            check_memory(ap, self.engine, role, writing=writing)
+            check_operand(ap, arch, self.engine, role, writing=writing)
             if dtypes.dtype_name(ap.dtype) not in ("float32", "int32"):
                 raise ValidationError("sequence_bounds.dtype", f"{role} is float32 or int32, got {ap.dtype}")
         if self.segment_ids.partition_count != 1 or self.dst.partition_count != 1:

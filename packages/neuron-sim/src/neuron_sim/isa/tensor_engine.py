@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .. import dtypes
 from ..errors import ValidationError
 from ..memory.access_pattern import AccessPattern
-from .base import Instruction, check_memory, check_onchip
+from .base import Instruction, check_operand
 
 MATMUL_INPUT_DTYPES = ("bfloat16", "float16", "float32", "tfloat32", "float8_e4m3", "float8_e5m2")
 # float8_e4m3fn is a TensorE input on NC-v4 only (nki.isa.nc_matmul).
@@ -71,15 +71,13 @@ class Matmul(Instruction):
         te = arch.tensor
         allowed = MATMUL_INPUT_DTYPES + _MATMUL_EXTRA_DTYPES.get(arch.nc_version, ())
         for ap, role in ((self.stationary, "stationary"), (self.moving, "moving")):
-            check_onchip(ap, arch, role)
-            check_memory(ap, "tensor", role, writing=False)
+            check_operand(ap, arch, "tensor", role, writing=False)
             if ap.dtype not in allowed:
                 raise ValidationError(
                     "matmul.dtype",
                     f"{role} dtype {ap.dtype} is not a TensorE input type on {arch.neuron_core} {list(allowed)}",
                 )
-        check_onchip(self.dst, arch, "dst")
-        check_memory(self.dst, "tensor", "dst", writing=True)
+        check_operand(self.dst, arch, "tensor", "dst", writing=True)
         if (self.stationary.dtype in _FP32_FAMILY) != (self.moving.dtype in _FP32_FAMILY):
             raise ValidationError(
                 "matmul.dtype_pair",
@@ -144,10 +142,8 @@ class Transpose(Instruction):
         return [self.dst]
 
     def _validate(self, arch):
-        check_onchip(self.src, arch, "src")
-        check_onchip(self.dst, arch, "dst")
-        check_memory(self.src, self.engine, "src", writing=False)
-        check_memory(self.dst, self.engine, "dst", writing=True)
+        check_operand(self.src, arch, self.engine, "src", writing=False)
+        check_operand(self.dst, arch, self.engine, "dst", writing=True)
         limit = arch.tensor.cols if self.engine == "tensor" else 32
         p, f = self.src.partition_count, self.src.free_size
         if p > limit or f > limit:

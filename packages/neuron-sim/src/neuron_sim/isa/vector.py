@@ -16,8 +16,7 @@ from ..memory.access_pattern import PSUM, AccessPattern
 from . import ops
 from .base import (
     Instruction,
-    check_memory,
-    check_onchip,
+    check_operand,
     check_same_free_size,
     check_same_partitions,
     check_scalar_operand,
@@ -30,11 +29,9 @@ class _Elementwise(Instruction):
     """Shared checks: on-chip operands the engine can reach, equal partitions and element counts."""
 
     def _check_io(self, arch, dst: AccessPattern, *inputs: tuple[AccessPattern, str]) -> None:
-        check_onchip(dst, arch, "dst")
-        check_memory(dst, self.engine, "dst", writing=True)
+        check_operand(dst, arch, self.engine, "dst", writing=True)
         for ap, role in inputs:
-            check_onchip(ap, arch, role)
-            check_memory(ap, self.engine, role, writing=False)
+            check_operand(ap, arch, self.engine, role, writing=False)
             check_same_partitions(ap, dst, role, "dst")
             check_same_free_size(ap, dst, role, "dst")
 
@@ -175,10 +172,8 @@ class TensorReduce(_Elementwise):
         return [self.dst]
 
     def _validate(self, arch):
-        check_onchip(self.dst, arch, "dst")
-        check_onchip(self.src, arch, "src")
-        check_memory(self.dst, self.engine, "dst", writing=True)
-        check_memory(self.src, self.engine, "src", writing=False)
+        check_operand(self.dst, arch, self.engine, "dst", writing=True)
+        check_operand(self.src, arch, self.engine, "src", writing=False)
         check_same_partitions(self.src, self.dst, "src", "dst")
         ops.check_op(self.op, ops.REDUCE_OPS, "reduce")
         nfree = len(self.src.free)
@@ -323,10 +318,8 @@ class BnStats(_Elementwise):
         return [self.dst]
 
     def _validate(self, arch):
-        check_onchip(self.dst, arch, "dst")
-        check_onchip(self.src, arch, "src")
-        check_memory(self.src, "vector", "src", writing=False)
-        check_memory(self.dst, "vector", "dst", writing=True)
+        check_operand(self.dst, arch, "vector", "dst", writing=True)
+        check_operand(self.src, arch, "vector", "src", writing=False)
         check_same_partitions(self.src, self.dst, "src", "dst")
         if self.src.free_size > BN_STATS_FMAX:
             raise ValidationError("bn_stats.fmax", f"bn_stats reads at most {BN_STATS_FMAX} elements per partition, got {self.src.free_size}")
@@ -350,10 +343,8 @@ class BnAggr(_Elementwise):
         return [self.dst]
 
     def _validate(self, arch):
-        check_onchip(self.dst, arch, "dst")
-        check_onchip(self.src, arch, "src")
-        check_memory(self.src, "vector", "src", writing=False)
-        check_memory(self.dst, "vector", "dst", writing=True)
+        check_operand(self.dst, arch, "vector", "dst", writing=True)
+        check_operand(self.src, arch, "vector", "src", writing=False)
         check_same_partitions(self.src, self.dst, "src", "dst")
         if self.src.free_size % BN_STATS_WIDTH:
             raise ValidationError("bn_aggr.src", f"bn_aggr reads a multiple of {BN_STATS_WIDTH} stats per partition, got {self.src.free_size}")
@@ -380,10 +371,8 @@ class StreamShuffle(_Elementwise):
     def _validate(self, arch):
         # Unlike other elementwise ops, source and destination may span different partitions: a
         # one-partition source broadcast into a quadrant is the common use (weights to 32 rows).
-        check_onchip(self.dst, arch, "dst")
-        check_onchip(self.src, arch, "src")
-        check_memory(self.dst, "vector", "dst", writing=True)
-        check_memory(self.src, "vector", "src", writing=False)
+        check_operand(self.dst, arch, "vector", "dst", writing=True)
+        check_operand(self.src, arch, "vector", "src", writing=False)
         check_same_free_size(self.src, self.dst, "src", "dst")
         q = arch.quadrant
         if len(self.mask) != q or any(not (0 <= m < q or m == 255) for m in self.mask):
