@@ -8,46 +8,10 @@ import numpy as np
 import pytest
 import torch
 import torch_neuronx
+from tnx_helpers import nki_sin_cos_ops
 from torch_neuronx import nki as tnx_nki
-from torch_neuronx import nki_op
 
-
-@nki.jit
-def sin_kernel(in_ptr0, out_ptr):
-    t = nl.load(in_ptr0[0:128])
-    nl.store(out_ptr[0:128], value=nl.sin(t))
-
-
-@nki.jit
-def cos_kernel(in_ptr0, out_ptr):
-    t = nl.load(in_ptr0[0:128])
-    nl.store(out_ptr[0:128], value=nl.cos(t))
-
-
-@nki_op("tnx_tests::my_sin", mutates_args={})
-def my_sin(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    sin_kernel(x, out)
-    return out
-
-
-@nki_op("tnx_tests::my_cos", mutates_args={})
-def my_cos(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    cos_kernel(x, out)
-    return out
-
-
-def _setup_context(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0])
-
-
-def _backward(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return grad * my_cos(x)
-
-
-my_sin.register_autograd(_backward, setup_context=_setup_context)
+my_sin, my_cos = nki_sin_cos_ops("tnx_tests")
 
 
 def test_nki_is_reexported():

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import nki
+import nki.language as nl
 import torch
 
 FLOAT_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
@@ -77,3 +79,49 @@ def op_records():
         torch.neuron.synchronize()
     finally:
         execution.unsubscribe(handle)
+
+
+# The announcement's NKI kernels, exactly as written (they return the output parameter).
+@nki.jit
+def sin_kernel(in_ptr0, out_ptr):
+    input_tile = nl.load(in_ptr0[0:128])
+    output_tile = nl.sin(input_tile)
+    nl.store(out_ptr[0:128], value=output_tile)
+    return out_ptr
+
+
+@nki.jit
+def cos_kernel(in_ptr0, out_ptr):
+    input_tile = nl.load(in_ptr0[0:128])
+    output_tile = nl.cos(input_tile)
+    nl.store(out_ptr[0:128], value=output_tile)
+    return out_ptr
+
+
+def nki_sin_cos_ops(namespace: str):
+    """``sin_kernel`` and ``cos_kernel`` as custom ops ``<namespace>::sin`` and ``<namespace>::cos``
+    (``torch_neuronx.nki_op``), sin trainable: its backward calls the cos op. Each test file
+    registers its own namespace (a custom op name is registered once per process)."""
+    from torch_neuronx import nki_op
+
+    @nki_op(f"{namespace}::sin", mutates_args={})
+    def sin(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        sin_kernel(x, out)
+        return out
+
+    @nki_op(f"{namespace}::cos", mutates_args={})
+    def cos(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        cos_kernel(x, out)
+        return out
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * cos(x)
+
+    sin.register_autograd(backward, setup_context=setup_context)
+    return sin, cos

@@ -5,57 +5,14 @@ from __future__ import annotations
 
 import warnings
 
-import nki
-import nki.language as nl
 import pytest
 import torch
 import torch_neuronx
+from tnx_helpers import cos_kernel, nki_sin_cos_ops, sin_kernel
 from torch_neuronx import nki_op
 from torch_neuronx.dynamo import NeuronCompileFallbackWarning
 
-
-# The announcement's kernels, exactly as written (they return the output parameter).
-@nki.jit
-def sin_kernel(in_ptr0, out_ptr):
-    input_tile = nl.load(in_ptr0[0:128])
-    output_tile = nl.sin(input_tile)
-    nl.store(out_ptr[0:128], value=output_tile)
-    return out_ptr
-
-
-@nki.jit
-def cos_kernel(in_ptr0, out_ptr):
-    input_tile = nl.load(in_ptr0[0:128])
-    output_tile = nl.cos(input_tile)
-    nl.store(out_ptr[0:128], value=output_tile)
-    return out_ptr
-
-
-@nki_op("tnx_compile_kernels::pt_nki_sin", mutates_args={})
-def pt_nki_sin(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    sin_kernel(x, out)
-    return out
-
-
-@nki_op("tnx_compile_kernels::pt_nki_cos", mutates_args={})
-def pt_nki_cos(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    cos_kernel(x, out)
-    return out
-
-
-def _sin_backward(ctx, grad):
-    x, = ctx.saved_tensors
-    return grad * pt_nki_cos(x)
-
-
-def _sin_setup_context(ctx, inputs, output):
-    x, = inputs
-    ctx.save_for_backward(x)
-
-
-pt_nki_sin.register_autograd(_sin_backward, setup_context=_sin_setup_context)
+pt_nki_sin, pt_nki_cos = nki_sin_cos_ops("tnx_compile_kernels")
 
 
 @nki_op("tnx_compile_kernels::sin_and_cos", mutates_args={})
