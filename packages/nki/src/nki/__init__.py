@@ -15,7 +15,7 @@ Kernels are traced once per argument signature into simulator programs and run w
 hardware's numerics; hardware-rule violations raise NkiValidationError naming the kernel line.
 """
 
-from . import isa, language
+from . import compiler, isa, language
 from .arrays import ArrayType, register_array_type, registered_array_types, unregister_array_type
 from .benchmarking import BenchmarkResult, Latency, benchmark
 from .errors import NkiError, NkiValidationError
@@ -27,7 +27,7 @@ from .tensor import NkiTensor
 __version__ = "0.6.0+sim"
 
 __all__ = [
-    "isa", "language", "jit", "Kernel", "CompiledKernel", "simulate", "simulate_kernel", "baremetal", "benchmark",
+    "compiler", "isa", "language", "jit", "Kernel", "CompiledKernel", "simulate", "simulate_kernel", "baremetal", "benchmark",
     "BenchmarkResult", "Latency", "NkiError", "NkiValidationError", "NkiTensor", "__version__",
     "dtype", "ArrayType", "register_array_type", "unregister_array_type", "registered_array_types",
 ]

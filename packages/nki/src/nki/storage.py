@@ -13,11 +13,37 @@ ON_CHIP = (SBUF, PSUM)
 HBM_BUFFERS = ("hbm", "shared_hbm", "private_hbm")
 
 
+class Allocation:
+    """An ``nki.compiler`` ``buffer=`` value that places each logical tile: ``place(idx, pdim_size,
+    fdim_bytes)`` -> (start partition, byte address per partition) of logical block ``idx``."""
+
+    def __init__(self, buffer: str, place, description: str):
+        self.buffer, self.place, self.description = buffer, place, description
+
+    def __repr__(self) -> str:
+        return self.description
+
+
+# Kernel functions (their code objects) marked ``nki.compiler.force_auto_alloc``: their direct
+# allocations are automatic ones.
+_FORCED_AUTO: set = set()
+
+
+def force_auto(kernel) -> None:
+    code = getattr(getattr(kernel, "func", kernel), "__code__", None)  # a function or an nki.jit Kernel
+    if code is not None:
+        _FORCED_AUTO.add(code)
+
+
+def auto_allocated(kernel_code) -> bool:
+    return kernel_code in _FORCED_AUTO
+
+
 class Storage:
     """An allocation: an HBM tensor of the tensor table, or per-partition bytes on chip."""
 
     __slots__ = ("buffer", "dtype", "shape", "name", "partition_offset", "byte_offset", "written", "partition_axis",
-                 "__weakref__")
+                 "blocks", "__weakref__")
 
     def __init__(self, buffer: str, dtype: str, shape: tuple[int, ...], name: str,
                  partition_offset: int = 0, byte_offset: int = 0, partition_axis: int = 0):
@@ -34,6 +60,9 @@ class Storage:
         # PSUM regions written so far, (first partition, end partition, first byte, end byte): a
         # matmul with accumulate=None overwrites a region on its first write and adds afterwards.
         self.written: list[tuple[int, int, int, int]] = []
+        # A directly allocated tensor with block dims (nki.compiler): (allocation, {block index:
+        # tile Storage}); each logical block is a tile at the address the allocation gives it.
+        self.blocks = None
 
     @property
     def on_chip(self) -> bool:
@@ -94,6 +123,43 @@ def allocate_on_chip(ctx, buffer: str, shape: tuple[int, ...], dtype: str, name:
     return storage
 
 
+def directly_allocated(ctx, allocation, shape: tuple[int, ...], dtype: str, name: str, partition_axis: int) -> Storage:
+    """An on-chip tensor placed by an ``nki.compiler`` allocation: a tile at its address, or (with
+    block dims before the partition dim) a tensor whose logical blocks are tiles at theirs."""
+    tile_shape = shape[partition_axis:]
+    if partition_axis == 0:
+        address = _placed(ctx, allocation, (), tile_shape, dtype)
+        return allocate_on_chip(ctx, allocation.buffer, tile_shape, dtype, name, address)
+    storage = Storage(allocation.buffer, dtype, shape, name, partition_axis=partition_axis)
+    storage.blocks = (allocation, {})
+    return storage
+
+
+def block_tile(ctx, storage: Storage, index: tuple[int, ...]) -> Storage:
+    """The tile Storage of logical block ``index`` of a directly allocated tensor."""
+    allocation, tiles = storage.blocks
+    if index not in tiles:
+        tile_shape = storage.shape[storage.partition_axis:]
+        address = _placed(ctx, allocation, index, tile_shape, storage.dtype)
+        tiles[index] = allocate_on_chip(ctx, storage.buffer, tile_shape, storage.dtype, storage.name, address)
+    return tiles[index]
+
+
+def _placed(ctx, allocation, index, tile_shape, dtype) -> tuple[int, int]:
+    fdim_bytes = math.prod(tile_shape[1:]) * dtypes.itemsize(dtype)
+    try:
+        partition, byte = allocation.place(tuple(index), tile_shape[0], fdim_bytes)
+    except (TypeError, ValueError) as err:
+        raise ctx.error("alloc.function", f"{allocation!r} cannot place block {tuple(index)}: {err}") from None
+    arch = ctx.arch
+    allowed = (0,) if tile_shape[0] > 2 * arch.quadrant else (0, 2 * arch.quadrant) if tile_shape[0] > arch.quadrant \
+        else tuple(range(0, arch.num_partitions, arch.quadrant))
+    if partition not in allowed:
+        raise ctx.error("alloc.start_partition", f"a tile of {tile_shape[0]} partitions starts at partition {list(allowed)}, "
+                                                 f"{allocation!r} gives {partition} for block {tuple(index)}")
+    return int(partition), int(byte)
+
+
 def hbm_storage(ctx, shape, dtype, name: str, kind: str, buffer: str = "shared_hbm") -> Storage:
     """Declare an HBM tensor in the kernel's tensor table."""
     name = ctx.unique_name(name or "hbm_tensor")
@@ -101,4 +167,4 @@ def hbm_storage(ctx, shape, dtype, name: str, kind: str, buffer: str = "shared_h
     return Storage(buffer, dtypes.dtype_name(dtype), tuple(shape), name)
 
 
-__all__ = ["Storage", "allocate_on_chip", "hbm_storage", "row_major_strides", "ON_CHIP", "HBM_BUFFERS"]
+__all__ = ["Allocation", "auto_allocated", "force_auto", "Storage", "allocate_on_chip", "block_tile", "directly_allocated", "hbm_storage", "row_major_strides", "ON_CHIP", "HBM_BUFFERS"]

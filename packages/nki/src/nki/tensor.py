@@ -31,7 +31,7 @@ from . import tracing
 from .errors import NkiValidationError
 from .indexing import IndexExpr, affine_view, is_grid_key, normalize_key
 from .registers import VirtualRegister, new_register
-from .storage import Storage, row_major_strides
+from .storage import Storage, block_tile, row_major_strides
 
 
 class NkiTensor:
@@ -96,6 +96,25 @@ class NkiTensor:
         view._dynamic = self._dynamic
         return view
 
+    def _block_view(self, key) -> NkiTensor:
+        """``t[i, ...]`` of a directly allocated tensor with block dims: the tile at the address
+        its allocation gives logical block ``i``, indexed by the rest of the key."""
+        pa = self.storage.partition_axis
+        head = key[:pa]
+        if len(head) < pa or not all(isinstance(k, int) or type(k).__name__.startswith(("int", "uint")) for k in head):
+            raise self._whole_blocks()
+        index = tuple(int(k) for k in head)
+        if any(not 0 <= i < n for i, n in zip(index, self.shape)):
+            raise tracing.current().error("index.out_of_bounds", f"block {index} of {self!r} is outside its block dims {list(self.shape[:pa])}")
+        tile = NkiTensor(block_tile(tracing.current(), self.storage, index))
+        return tile[key[pa:]] if key[pa:] else tile
+
+    def _whole_blocks(self) -> NkiValidationError:
+        return tracing.current().error(
+            "alloc.block_index",
+            f"{self!r} is directly allocated (nki.compiler): each logical block is a tile of its own, at the address "
+            "its allocation gives it; index one block at a time with integers (t[i, ...])")
+
     def _indirect_only(self) -> NkiValidationError:
         return tracing.current().error(
             "view.vector_offset",
@@ -120,6 +139,8 @@ class NkiTensor:
     # --- indexing -----------------------------------------------------------------------------
     def __getitem__(self, key) -> NkiTensor:
         key = key if isinstance(key, tuple) else (key,)
+        if self.storage.blocks is not None:
+            return self._block_view(key)
         if any(isinstance(k, NkiTensor) for k in key):
             return self._index_by_tile(key)
         if is_grid_key(key):
@@ -344,6 +365,8 @@ class NkiTensor:
         dims = [(s, n) for s, n in zip(self.strides, self.shape)]
         size = self.itemsize
         storage = self.storage
+        if storage.blocks is not None:
+            raise self._whole_blocks()
         if storage.on_chip:
             per_partition = storage.free_elements * dtypes.itemsize(storage.dtype) // size
             p_rel, f_off = divmod(self.offset, per_partition) if per_partition else (0, self.offset)

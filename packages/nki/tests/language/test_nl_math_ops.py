@@ -152,6 +152,22 @@ def test_reduction_over_trailing_axes_of_a_3d_tile():
     assert_close(reduce3(x), x.reshape(128, 4, 8).sum(2), rtol=1e-5)
 
 
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reduction_over_free_axes_that_are_not_trailing(keepdims):
+    """nl.sum(t, axis=[2, 4]) of a [P, a, w, b, w] tile (a pooling window): the access pattern walks
+    the kept dims first and the reduced ones last."""
+
+    @nki.jit
+    def window_sums(x):
+        out_shape = (x.shape[0], x.shape[1], 1, x.shape[3], 1) if keepdims else (x.shape[0], x.shape[1], x.shape[3])
+        out = nl.ndarray(out_shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.sum(nl.load(x), axis=[2, 4], keepdims=keepdims))
+        return out
+
+    x = rand((128, 3, 2, 5, 2), seed=9)
+    np.testing.assert_allclose(window_sums(x), f32(x).sum(axis=(2, 4), keepdims=keepdims), rtol=1e-5, atol=1e-6)
+
+
 def test_reduction_across_partitions():
     @nki.jit
     def column_max(x):

@@ -6,7 +6,7 @@ import nki.isa as nisa
 import nki.language as nl
 import numpy as np
 import pytest
-from nki_helpers import BF16, f32, rand
+from nki_helpers import BF16, check_error, f32, rand
 
 
 def test_creation_helpers_fill_on_chip_and_in_hbm():
@@ -150,3 +150,35 @@ def test_load_and_store_reject_the_wrong_side():
         load_sbuf(rand((128, 4)))
     with pytest.raises(nki.NkiValidationError, match=r"\[store.destination\]"):
         store_sbuf(rand((128, 4)))
+
+
+@pytest.mark.parametrize("op, ref", [(np.add, np.add), (nl.maximum, np.maximum)], ids=["np.add", "nl.maximum"])
+def test_loop_reduce_reduces_into_the_tile_it_is_assigned_to(op, ref):
+    """t[...] = nl.loop_reduce(x, op, [k]) is t[...] = op(t[...], x), as NKI documents it."""
+
+    @nki.jit
+    def over_blocks(x):
+        out = nl.ndarray((128, x.shape[2]), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, x.shape[2]), dtype=nl.float32, buffer=nl.sbuf)
+        for k in nl.affine_range(x.shape[0]):
+            part = nl.load(x[k])
+            acc[...] = nl.loop_reduce(part, op=op, loop_indices=[k], dtype=nl.float32)
+        nl.store(out, acc)
+        return out
+
+    x = rand((3, 128, 20), seed=11)
+    np.testing.assert_allclose(over_blocks(x), ref.reduce(np.concatenate([np.zeros((1, 128, 20), np.float32), x]), axis=0),
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_loop_reduce_used_as_a_tile_is_refused():
+    @nki.jit
+    def unassigned(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        b = nl.loop_reduce(nl.load(x), op=np.add, loop_indices=[0])
+        nl.store(out, b)  # loop-reduce
+        return out
+
+    with pytest.raises(nki.NkiValidationError) as err:
+        unassigned(rand((128, 4)))
+    check_error(err.value, "loop_reduce.target", "assigned to", marker="loop-reduce")

@@ -57,10 +57,11 @@ def markdown(groups: list[tuple[str, list[Outcome]]], header: str) -> str:
             out += ["What stops the others (units per cause):", ""]
             out += [f"* {n} x {_cell(cause)}" for cause, n in top[:25]]
             out.append("")
-        out.append("| status | unit | device us | wall s | detail |")
-        out.append("|---|---|---|---|---|")
+        out.append("| status | file | unit | kernels launched | device us | wall s | detail (rule and line) |")
+        out.append("|---|---|---|---|---|---|---|")
         for o in outcomes:
-            out.append(f"| {o.status} | `{o.file}::{_cell(o.unit)}` | {o.device_ns / 1e3:.1f} | {o.wall_s:.2f} | {_cell(o.detail)} |")
+            out.append(f"| {o.status} | `{o.file}` | `{_cell(o.unit)}` | {_cell(', '.join(o.kernels))} | {o.device_ns / 1e3:.1f} "
+                       f"| {o.wall_s:.2f} | {_cell(o.detail)} |")
     return "\n".join(out) + "\n"
 
 

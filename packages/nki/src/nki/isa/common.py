@@ -12,6 +12,7 @@ from neuron_sim import isa as sim
 
 from .. import tracing
 from ..language.memory_ops import apply_mask, inherit_window, ndarray
+from ..language.op_names import op_name as _op  # noqa: F401 - the isa modules take it from here
 from ..tensor import NkiTensor
 from .constants import engine, nc_version
 
@@ -28,26 +29,6 @@ class NkiInstruction:
 
 def get_nc_version() -> nc_version:
     return nc_version[get_architecture().nc_version]
-
-
-# numpy ufuncs legacy kernels pass as ops (op0=np.subtract), by ufunc name -> NKI op name.
-_NUMPY_OP_NAMES = {"true_divide": "divide", "absolute": "abs", "bitwise_not": "invert"}
-# numpy reduction functions legacy kernels pass as reduce ops (reduce_op=np.amax).
-_NUMPY_REDUCTIONS = {"max": "maximum", "amax": "maximum", "min": "minimum", "amin": "minimum", "sum": "add",
-                     "prod": "multiply"}
-
-
-def _op(op) -> str:
-    """An ALU/activation op given as an nl function (nl.add), a numpy ufunc (np.add), an op-name
-    object, or a string."""
-    if isinstance(op, np.ufunc):
-        return _NUMPY_OP_NAMES.get(op.__name__, op.__name__)
-    if getattr(op, "__module__", "").startswith("numpy") and op.__name__ in _NUMPY_REDUCTIONS:
-        return _NUMPY_REDUCTIONS[op.__name__]  # np.max / np.amax / np.sum ... as reduce ops
-    name = getattr(op, "op_name", op)
-    if not isinstance(name, str):
-        raise tracing.current().error("op.type", f"expected an op such as nl.add or nl.exp, got {op!r}")
-    return name
 
 
 def _engine(value, default: str | None = None) -> str | None:

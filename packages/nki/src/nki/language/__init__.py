@@ -57,6 +57,7 @@ from .memory_ops import (  # noqa: F401 - re-exported (see __all__)
     full,
     load,
     load_transpose2d,
+    loop_reduce,
     ndarray,
     ones,
     shared_identity_matrix,

@@ -284,8 +284,13 @@ def reduce(op: str, x: NkiTensor, axis, dtype=None, keepdims: bool = False, mask
         return out
     if 0 in axes:
         raise ctx.error("reduce.axes", f"reduce over the partition dim and free dims at once ({list(axes)}) is not an instruction; reduce in two steps")
-    if axes != tuple(range(x.ndim - len(axes), x.ndim)):
-        raise ctx.error("reduce.axes", f"reductions run over trailing free axes of {list(x.shape)}, got axis={axis}")
+    trailing = tuple(range(x.ndim - len(axes), x.ndim))
+    if axes != trailing:
+        # The instruction reduces trailing free dims, but an access pattern lists free dims in any
+        # order: walk the kept dims first and the reduced ones last (nl.sum(t, axis=[2, 4])).
+        order = [d for d in range(x.ndim) if d not in axes] + list(axes)
+        out = reduce(op, x.permute(order), trailing, dtype, False, None, negate)
+        return out.reshape(tuple(1 if d in axes else s for d, s in enumerate(x.shape))) if keepdims else out
     kept = x.shape[: x.ndim - len(axes)]
     shape = kept + (1,) * len(axes) if keepdims else kept
     out = ndarray(shape if len(shape) > 1 else (shape[0], 1), dtype, "sbuf")

@@ -8,8 +8,9 @@ from neuron_sim.isa import AffineSelect, DmaCopy, DmaIndirect, DmaTranspose, Mat
 from .. import tracing
 from ..errors import NkiValidationError
 from ..indexing import Mask, par_dim
-from ..storage import HBM_BUFFERS, ON_CHIP, allocate_on_chip, hbm_storage
+from ..storage import HBM_BUFFERS, ON_CHIP, Allocation, allocate_on_chip, auto_allocated, directly_allocated, hbm_storage
 from ..tensor import NkiTensor
+from .op_names import op_name
 
 BUFFERS = ("sbuf", "psum") + HBM_BUFFERS
 
@@ -43,6 +44,11 @@ def ndarray(shape, dtype, buffer="sbuf", name: str = "", address=None) -> NkiTen
     """A new, uninitialized tensor (on-chip memory reads as NaN until written)."""
     ctx = tracing.current()
     buffer = getattr(buffer, "value", buffer)
+    if isinstance(buffer, Allocation):  # nki.compiler direct allocation
+        if not auto_allocated(ctx.kernel_code):
+            shape, partition_axis = _shape(shape)
+            return NkiTensor(directly_allocated(ctx, buffer, shape, nki_dtype(dtype), name, partition_axis))
+        buffer = buffer.buffer
     if buffer not in BUFFERS:
         raise ctx.error("tensor.buffer", f"unknown buffer {buffer!r}; use nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or nl.private_hbm")
     shape, partition_axis = _shape(shape)
@@ -183,12 +189,42 @@ def as_tile(value, like: NkiTensor) -> NkiTensor:
     if isinstance(value, (int, float, bool)):
         shape = like.shape if like.ndim > 1 else (1,) + like.shape
         return full(shape, value, like.dtype)
+    if isinstance(value, LoopReduction):
+        raise tracing.current().error("loop_reduce.target", "nl.loop_reduce reduces into the tile it is assigned to "
+                                      "(t[...] = nl.loop_reduce(x, op, loop_indices)); it is not a tile of its own")
     raise tracing.current().error("operand.type", f"expected a tensor or a number, got {type(value).__name__}")
+
+
+class LoopReduction:
+    """``nl.loop_reduce(x, op, loop_indices)``: NKI defines it by the tile it is assigned to, which
+    is also the op's other input (``t[...] = nl.loop_reduce(x, np.add, [k])`` is ``t[...] = t[...]
+    + x``). It is not a tile itself: anything but assigning it into its accumulator is refused."""
+
+    __slots__ = ("x", "op", "mask")
+
+    def __init__(self, x: NkiTensor, op: str, mask):
+        self.x, self.op, self.mask = x, op, mask
+
+    def reduce_into(self, dst: NkiTensor) -> None:
+        (x,) = apply_mask(self.mask, self.x)
+        tracing.current().emit(TensorTensor(dst=dst.access_pattern(), in0=dst.access_pattern(), in1=x.access_pattern(),
+                                            op=self.op))
+
+
+def loop_reduce(x: NkiTensor, op, loop_indices, *, dtype=None, mask: Mask | None = None, **_kwargs) -> LoopReduction:
+    """See LoopReduction; ``loop_indices`` name the loops the compiler may reduce across (every
+    loop is unrolled here) and the result takes the dtype of the tile it is assigned to."""
+    if not isinstance(x, NkiTensor) or x.buffer not in ON_CHIP:
+        raise tracing.current().error("loop_reduce.operand", f"nl.loop_reduce reduces an on-chip tile, got {x!r}")
+    return LoopReduction(x, op_name(op), mask)
 
 
 def assign(dst: NkiTensor, value) -> None:
     """``dst[...] = value``: write ``value`` into the view ``dst``."""
     ctx = tracing.current()
+    if isinstance(value, LoopReduction):
+        value.reduce_into(dst)
+        return
     if value is dst or getattr(value, "_assigned_to", None) is dst:
         return  # the result was already computed into dst (``dst[...] += x`` lands here)
     value = as_tile(value, dst)
