@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import inspect
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from neuron_sim import Architecture, Program, dtypes, get_architecture
 from neuron_sim.isa import LoopStart
@@ -39,6 +39,7 @@ class CompiledKernel:
     returned: object  # the return structure with tensor names in place of tensors
     arch: Architecture
     prints: tuple = ()  # nl.device_print calls: (prefix, HBM tensor the values land in), in trace order
+    constants: dict = field(default_factory=dict)  # nl.shared_constant tensors: name -> values, bound at launch
 
     @property
     def tensors(self) -> dict[str, TensorDecl]:
@@ -195,7 +196,8 @@ class Kernel:
                 ctx.name = f"{self.__name__}_core{core}"
             programs.append(ctx.build())
         prints = tuple(p for ctx, _ in instances for p in ctx.prints)
-        return CompiledKernel(programs, params, kw_params, instances[0][1], arch, prints)
+        constants = {name: value for ctx, _ in instances for name, value in ctx.constants.items()}
+        return CompiledKernel(programs, params, kw_params, instances[0][1], arch, prints, constants)
 
 
 def _bind_arguments(ctx, names, args, kwargs):

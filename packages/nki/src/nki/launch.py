@@ -81,6 +81,7 @@ class DeviceCall:
         # ``nt.tensor[shape, dtype]`` arguments only describe an input: the device holds zeros for it.
         self.placeholders = {name for name, value in given.items() if isinstance(value, TensorType)}
         self.given = {name: value for name, value in given.items() if name not in self.placeholders}
+        self.given.update(compiled.constants)  # nl.shared_constant values, as the kernel built them in
         for name, value in self.given.items():
             expected = dtypes.to_numpy(compiled.tensors[name].dtype)
             if value.dtype != expected:

@@ -104,6 +104,7 @@ class TraceContext(ProgramBuilder):
         self.grid = grid
         self.hbm_written: set[str] = set()
         self.prints: list[tuple[str, str]] = []  # nl.device_print calls: (prefix, HBM tensor holding the values)
+        self.constants: dict = {}  # nl.shared_constant: HBM tensor name -> its values (numpy), bound at each launch
         self._names: set[str] = set()
 
     def unique_name(self, base: str) -> str:

@@ -182,3 +182,19 @@ def test_loop_reduce_used_as_a_tile_is_refused():
     with pytest.raises(nki.NkiValidationError) as err:
         unassigned(rand((128, 4)))
     check_error(err.value, "loop_reduce.target", "assigned to", marker="loop-reduce")
+
+
+def test_shared_constant_is_an_hbm_tensor_holding_the_values_at_every_launch():
+    """nl.shared_constant(array, dtype): the legacy form of a constant built into the kernel."""
+
+    @nki.jit
+    def add_constant(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        table = nl.shared_constant(np.arange(x.shape[0] * x.shape[1], dtype=np.int32).reshape(x.shape), dtype=nl.float32)
+        nl.store(out, nl.add(nl.load(x), nl.load(table)))
+        return out
+
+    x = rand((128, 6), seed=12)
+    ref = f32(x) + np.arange(128 * 6, dtype=np.float32).reshape(128, 6)
+    np.testing.assert_allclose(add_constant(x), ref, rtol=1e-6)
+    np.testing.assert_allclose(add_constant(x + 1), ref + 1, rtol=1e-6)  # the second launch binds it again

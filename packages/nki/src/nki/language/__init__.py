@@ -60,6 +60,7 @@ from .memory_ops import (  # noqa: F401 - re-exported (see __all__)
     loop_reduce,
     ndarray,
     ones,
+    shared_constant,
     shared_identity_matrix,
     store,
     zeros,

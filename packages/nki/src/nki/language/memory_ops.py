@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from neuron_sim import ValidationError, dtypes
 from neuron_sim.isa import AffineSelect, DmaCopy, DmaIndirect, DmaTranspose, Matmul, Memset, TensorCopy, TensorTensor
 
@@ -142,6 +143,17 @@ def load_transpose2d(src: NkiTensor, dtype=None, mask: Mask | None = None) -> Nk
     out = ndarray((src.shape[1], src.shape[0]), src.dtype, "sbuf")
     ctx.emit(DmaTranspose(dst=out.access_pattern(), src=src.access_pattern()))
     return out if dtype is None or dtypes.dtype_name(dtype) == out.dtype else copy(out, dtype)
+
+
+def shared_constant(constant, dtype=None) -> NkiTensor:
+    """An HBM tensor holding ``constant`` (values known when the kernel is traced), built into the
+    kernel as NKI builds it into the NEFF: every launch binds it before the kernel runs."""
+    ctx = tracing.current()
+    values = np.asarray(constant)
+    dtype = nki_dtype(dtype if dtype is not None else values.dtype)
+    storage = hbm_storage(ctx, values.shape, dtype, "shared_constant", "input")
+    ctx.constants[storage.name] = values.astype(dtypes.to_numpy(dtype))
+    return NkiTensor(storage)
 
 
 def shared_identity_matrix(n: int, dtype="uint8", dst: NkiTensor | None = None) -> NkiTensor:
