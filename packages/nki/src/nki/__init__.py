@@ -21,13 +21,14 @@ from .benchmarking import BenchmarkResult, Latency, benchmark
 from .errors import NkiError, NkiValidationError
 from .kernel import CompiledKernel, Kernel, jit
 from .language.dtypes import DType as dtype
-from .simulation import baremetal, simulate, simulate_kernel
+from .simulation import baremetal, cpu_simulate, simulate, simulate_kernel
 from .tensor import NkiTensor
 
 __version__ = "0.6.0+sim"
 
 __all__ = [
-    "compiler", "isa", "language", "jit", "Kernel", "CompiledKernel", "simulate", "simulate_kernel", "baremetal", "benchmark",
+    "compiler", "isa", "language", "jit", "Kernel", "CompiledKernel", "simulate", "simulate_kernel", "cpu_simulate",
+    "baremetal", "benchmark",
     "BenchmarkResult", "Latency", "NkiError", "NkiValidationError", "NkiTensor", "__version__",
     "dtype", "ArrayType", "register_array_type", "unregister_array_type", "registered_array_types",
 ]

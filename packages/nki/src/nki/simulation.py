@@ -21,6 +21,12 @@ def simulate_kernel(kernel, *args, **kwargs):
     return simulate(kernel)(*args, **kwargs)
 
 
+def cpu_simulate(kernel):
+    """``nki.cpu_simulate(kernel)`` as nki-library's tests call it: ``cpu_simulate(k)(**args)``
+    runs one logical core, ``cpu_simulate(k)[2](**args)`` LNC=2 - the simulated kernel itself."""
+    return simulate(kernel)
+
+
 def baremetal(kernel=None, save_neff_name=None, save_trace_name=None, additional_compile_opt=None, artifacts_dir=None):
     """Legacy ``nki.baremetal``: one launch with numpy arrays; ``save_neff_name`` and
     ``save_trace_name`` write its NEFF and a trace of the launch (relative names inside
