@@ -11,7 +11,7 @@ a scratch folder outside this repository, and its folders are run one by one:
     python tools/nki_compat_table.py --from-json results.jsonl     # re-render an earlier run
 
 ``--only NAME`` runs the sources whose label contains NAME and keeps the other sources' rows of
-``--from-json`` (regenerating after a fix to one repository).
+``--from-json`` (regenerating after a fix to one repository); ``--skip NAME`` leaves them out.
 """
 
 from __future__ import annotations
@@ -40,8 +40,54 @@ SOURCES = [
     ("aws-neuron/aws-neuron-sdk", "8a38e733bccfed2994a45e7fc09d72bd9f3f1fe4", ["general/nki/examples", "general/nki/test"],
      "the legacy general/nki copies: the last commit with them (1db4d74 removed them)"),
     ("aws-neuron/nki-library", "d2ad3a579498d1888aa8740af97fd325dd5f2740", [""],
-     "the library's kernels through its integration tests, at the head of main"),
+     "the library's kernels through its tests in their CPU-simulation mode (NKILIB_TEST_MODE=simulation), "
+     "at the head of main"),
 ]
+# Environment a source's tests need: nki-library's tests compile with neuronx-cc and run on a
+# remote Trainium host unless told to use the CPU simulator (nki_cpu_simulator, which nki serves).
+ENVIRONMENT = {"aws-neuron/nki-library": {"NKILIB_TEST_MODE": "simulation"}}
+# Files a source imports that its public snapshot lacks, written into the export (never into this
+# repository): nki-library's conftest imports its remote-host core locking and its hardware-trace
+# analysis, whose modules test/utils/scripts/remote_lock_scripts.py and
+# test/utils/perf_analysis_private.py are not in the public repository. Simulation mode neither
+# locks a host nor analyses a trace; these stand-ins only let the conftest import (and raise if called).
+_LOCK_SCRIPTS = '''"""Written by nki_compat_table.py: the public nki-library snapshot lacks this module, which only
+its remote-host core locking uses (not reached in simulation mode)."""
+import enum
+
+
+class LockStatus(enum.Enum):
+    ALLOCATED, NO_CORES, DRAINING, DRAINED, UNDRAINED, RELEASED, ERROR, FLOCK_TIMEOUT = range(8)
+
+    @property
+    def exit_code(self):
+        return self.value
+
+    @classmethod
+    def from_exit_code(cls, code):
+        raise RuntimeError("remote-host core locking is not part of the public nki-library snapshot")
+
+
+class LockResult:
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("remote-host core locking is not part of the public nki-library snapshot")
+'''
+_PERF_ANALYSIS = '''"""Written by nki_compat_table.py: the public nki-library snapshot lacks this module (profile
+analysis of hardware runs; not reached in simulation mode)."""
+
+
+def analyze_trace(*args, **kwargs):
+    raise RuntimeError("trace analysis is not part of the public nki-library snapshot")
+'''
+HARNESS_GAPS = {"aws-neuron/nki-library": {"test/utils/scripts/__init__.py": "",
+                                           "test/utils/scripts/remote_lock_scripts.py": _LOCK_SCRIPTS,
+                                           "test/utils/perf_analysis_private.py": _PERF_ANALYSIS}}
+# Bugs of a source's harness that stop every test after the kernel ran, fixed in the export:
+# (file, text, replacement). nki-library's Orchestrator reads self._compiled_kernel, which it sets
+# only when it compiles - never in simulation mode (AttributeError after each kernel's run).
+HARNESS_BUGS = {"aws-neuron/nki-library": [
+    ("test/utils/test_orchestrator.py", "if not self._compiled_kernel or", 'if not getattr(self, "_compiled_kernel", None) or'),
+]}
 
 HEADER = """# NKI compatibility
 
@@ -64,18 +110,30 @@ def label(repo: str, commit: str, folder: str) -> str:
     return f"{repo}@{commit[:7]}" + (f" {folder}" if folder else "")
 
 
-def export(git_dir: str, commit: str, into: str) -> None:
+def export(git_dir: str, commit: str, into: str, gaps: dict, bugs: list) -> None:
     os.makedirs(into, exist_ok=True)
     archive = subprocess.run(["git", f"--git-dir={git_dir}", "archive", commit], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+    for path, text in gaps.items():
+        if not os.path.exists(os.path.join(into, path)):
+            os.makedirs(os.path.dirname(os.path.join(into, path)), exist_ok=True)
+            with open(os.path.join(into, path), "w") as f:
+                f.write(text)
+    for path, text, replacement in bugs:
+        with open(os.path.join(into, path)) as f:
+            source = f.read()
+        if text not in source:
+            raise SystemExit(f"{path} no longer contains {text!r}: review HARNESS_BUGS")
+        with open(os.path.join(into, path), "w") as f:
+            f.write(source.replace(text, replacement))
 
 
-def run_folder(path: str, name: str, timeout: float, file_timeout: float) -> list[Outcome]:
+def run_folder(path: str, name: str, timeout: float, file_timeout: float, env: dict) -> list[Outcome]:
     with tempfile.NamedTemporaryFile("r", suffix=".jsonl", delete=False) as out:
         results = out.name
     subprocess.run([sys.executable, "-m", "nki.compat", path, "--timeout", str(timeout), "--file-timeout",
                     str(file_timeout), "--json", results, "--label", f"{path}={name}"], check=True,
-                   stdout=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, env={**os.environ, **env})
     with open(results) as f:
         outcomes = [Outcome(**{k: v for k, v in json.loads(line).items() if k != "repository"}) for line in f]
     os.unlink(results)
@@ -99,6 +157,7 @@ def main(argv=None) -> int:
                         help="where the commits are exported (outside this repository)")
     parser.add_argument("--from-json", help="outcomes of an earlier run (--json) to render or to complete")
     parser.add_argument("--only", help="run only the sources whose label contains this text")
+    parser.add_argument("--skip", help="do not run the sources whose label contains this text")
     parser.add_argument("--json", help="write every outcome here (JSON lines)")
     parser.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "..", "docs", "nki_compatibility.md"))
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per unit")
@@ -109,15 +168,16 @@ def main(argv=None) -> int:
     for repo, commit, folders, _ in SOURCES:
         for folder in folders:
             name = label(repo, commit, folder)
-            if not (args.only in name if args.only else not args.from_json):
+            if not (args.only in name if args.only else not args.from_json) or (args.skip and args.skip in name):
                 continue
             if repo not in git_dirs:
                 parser.error(f"--git-dir {repo}=PATH is needed to run {name}")
             root = os.path.join(args.scratch, repo.replace("/", "+") + "@" + commit[:7])
             if not os.path.isdir(root):
-                export(git_dirs[repo], commit, root)
+                export(git_dirs[repo], commit, root, HARNESS_GAPS.get(repo, {}), HARNESS_BUGS.get(repo, []))
             print(f"running {name}", file=sys.stderr, flush=True)
-            groups[name] = run_folder(os.path.join(root, folder), name, args.timeout, args.file_timeout)
+            groups[name] = run_folder(os.path.join(root, folder), name, args.timeout, args.file_timeout,
+                                      ENVIRONMENT.get(repo, {}))
     if args.json:
         with open(args.json, "w") as f:
             for name, outcomes in groups.items():

@@ -149,3 +149,22 @@ def test_bf16_kernel_rounds_on_write():
     y = scale(x, 3.0)
     assert y.dtype == BF16
     np.testing.assert_array_equal(f32(y), f32((f32(x) * 3).astype(BF16)))
+
+
+def test_a_kernel_may_return_a_reshape_of_a_whole_output_tensor():
+    """``return out.reshape(shape)`` (nki-library's kernels): the caller gets the tensor in that shape."""
+
+    @nki.jit
+    def max_and_flat(x):
+        out = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        copy = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        nl.store(out, nl.max(t, axis=1, keepdims=True))
+        nl.store(copy, t)
+        return out.reshape((x.shape[0],)), copy.reshape((x.shape[0] // 2, 2 * x.shape[1]))
+
+    x = np.random.default_rng(0).standard_normal((128, 6)).astype(np.float32)
+    peak, flat = max_and_flat(x)
+    assert peak.shape == (128,) and flat.shape == (64, 12)
+    np.testing.assert_array_equal(peak, x.max(axis=1))
+    np.testing.assert_array_equal(flat, x.reshape(64, 12))

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import inspect
 import itertools
+import math
 from dataclasses import dataclass, field
 
 from neuron_sim import Architecture, Program, dtypes, get_architecture
@@ -237,14 +238,24 @@ def _returned_names(ctx, result, func):
         if result.buffer in ("sbuf", "psum"):
             raise NkiValidationError("kernel.return", f"a kernel returns HBM tensors (nl.shared_hbm); {result!r} is on chip",
                                      where)
-        whole = result.storage.shape == result.shape and result.offset == 0
-        if not whole:
-            raise NkiValidationError("kernel.return", f"return the whole output tensor, not a view of {result.name!r}", where)
-        return result.name
+        if result.storage.shape == result.shape and result.offset == 0:
+            return result.name
+        if result.offset == 0 and result.size == math.prod(result.storage.shape) and result.is_contiguous():
+            return Reshaped(result.name, result.shape)  # out.reshape(...) of a whole output tensor
+        raise NkiValidationError("kernel.return", f"return the whole output tensor (or a reshape of it), not a view of "
+                                                  f"{result.name!r}", where)
     if isinstance(result, (tuple, list)):
         return type(result)(_returned_names(ctx, r, func) for r in result)
     raise NkiValidationError("kernel.return", f"a kernel returns tensors (or a tuple of them), got {type(result).__name__}",
                              tracing.function_location(func, returns=True))
+
+
+@dataclass(frozen=True)
+class Reshaped:
+    """A returned reshape of a whole output tensor: the caller gets the tensor in this shape."""
+
+    name: str
+    shape: tuple[int, ...]
 
 
 def _flatten(returned) -> list[str]:
@@ -252,6 +263,8 @@ def _flatten(returned) -> list[str]:
         return []
     if isinstance(returned, str):
         return [returned]
+    if isinstance(returned, Reshaped):
+        return [returned.name]
     return [n for r in returned for n in _flatten(r)]
 
 
@@ -260,6 +273,8 @@ def _rebuild(returned, values: dict):
         return None
     if isinstance(returned, str):
         return values[returned]
+    if isinstance(returned, Reshaped):
+        return values[returned.name].reshape(returned.shape)
     return type(returned)(_rebuild(r, values) for r in returned)
 
 

@@ -55,7 +55,7 @@ def test_kernel_that_writes_no_output():
 
 @pytest.mark.parametrize("kernel,rule,value,marker", [
     (returns_a_tile, "kernel.return", "buffer=sbuf", "returns-tile"),
-    (returns_a_view, "kernel.return", "not a view", "returns-view"),
+    (returns_a_view, "kernel.return", "not a view", "returns-view"),  # a part, not a reshape of the whole
     (returns_unwritten, "kernel.output_unwritten", "never writes", "returns-unwritten"),
     (returns_a_number, "kernel.return", "got int", "returns-number"),
 ], ids=["tile", "view", "unwritten", "number"])

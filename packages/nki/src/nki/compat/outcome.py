@@ -36,14 +36,26 @@ def classify(err: BaseException, root: str) -> tuple[str, str]:
     """(status, detail) of a unit that raised ``err``; ``root`` is where its own code lives."""
     if isinstance(err, UnitTimeout):
         return TIMEOUT, str(err)
-    rule_error = err.original if isinstance(err, ExecutionError) and isinstance(getattr(err, "original", None),
-                                                                                ValidationError) else err
-    if isinstance(rule_error, ValidationError):
+    rule_error = _rule_error(err)
+    if rule_error is not None:
         return REJECTED, f"[{rule_error.rule}] {rule_error.detail}" + (f" at {_short(rule_error.location, root)}"
                                                                          if rule_error.location else "")
     if isinstance(err, AssertionError):
         return WRONG, _one_line(err) + _where(err, root)
     return CRASH, f"{type(err).__name__}: {_one_line(err)}{_where(err, root)}"
+
+
+def _rule_error(err: BaseException) -> ValidationError | None:
+    """The hardware-rule error behind ``err``: itself, the simulator's error of a failed launch
+    (``ExecutionError.original``), or the cause a test harness wrapped (``raise X from err``)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, ValidationError):
+            return err
+        original = getattr(err, "original", None) if isinstance(err, ExecutionError) else None
+        err = original if isinstance(original, BaseException) else (err.__cause__ or err.__context__)
+    return None
 
 
 def _one_line(err: BaseException, limit: int = 300) -> str:

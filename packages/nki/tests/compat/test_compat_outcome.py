@@ -1,0 +1,30 @@
+"""nki.compat's classification of what a unit raised: a hardware rule behind a test harness's own
+exception (``raise HarnessError(...) from err``) is still a rejection with its rule and line."""
+
+from neuron_sim.errors import ValidationError
+from nki.compat.outcome import CRASH, REJECTED, WRONG, classify
+
+
+class HarnessError(Exception):
+    pass
+
+
+def _wrapped(err: BaseException) -> HarnessError:
+    try:
+        try:
+            raise err
+        except Exception as inner:
+            raise HarnessError(str(inner)) from inner
+    except HarnessError as outer:
+        return outer
+
+
+def test_a_rule_error_wrapped_by_a_harness_is_a_rejection():
+    rule = ValidationError("partition.limit", "256 partitions", "/repo/kernels.py:12")
+    status, detail = classify(_wrapped(rule), "/repo")
+    assert status == REJECTED and detail == "[partition.limit] 256 partitions at kernels.py:12"
+
+
+def test_other_errors_stay_crashes_and_failed_asserts_wrong():
+    assert classify(_wrapped(KeyError("x")), "/repo")[0] == CRASH
+    assert classify(AssertionError("mismatch"), "/repo")[0] == WRONG
