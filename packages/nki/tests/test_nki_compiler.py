@@ -32,8 +32,7 @@ def test_mod_alloc_places_logical_blocks_modulo_the_physical_tiles():
     assert [ap.offset for ap in loads] == [512, 512 + 96, 512, 512 + 96, 512]  # block i at 512 + (i % 2) * 24 * 4
 
 
-@nki.jit
-def two_blocks_one_tile(x):
+def _two_blocks_in_one_tile(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.ndarray((2, nl.par_dim(128), x.shape[1]), dtype=x.dtype,
                    buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(1,)))
@@ -42,6 +41,11 @@ def two_blocks_one_tile(x):
     nl.store(out[0:128, :], t[0])
     nl.store(out[128:256, :], t[1])
     return out
+
+
+@nki.jit
+def two_blocks_one_tile(x):
+    return _two_blocks_in_one_tile(x)
 
 
 def test_logical_blocks_of_one_physical_tile_share_its_bytes():
@@ -55,14 +59,7 @@ def test_force_auto_alloc_gives_every_logical_block_its_own_tile():
     @nki.jit
     @ncc.force_auto_alloc
     def auto(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        t = nl.ndarray((2, nl.par_dim(128), x.shape[1]), dtype=x.dtype,
-                       buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(1,)))
-        t[0] = nl.load(x[0:128, :])
-        t[1] = nl.load(x[128:256, :])
-        nl.store(out[0:128, :], t[0])
-        nl.store(out[128:256, :], t[1])
-        return out
+        return _two_blocks_in_one_tile(x)
 
     x = rand((256, 16), seed=3)
     np.testing.assert_array_equal(auto(x), x)
