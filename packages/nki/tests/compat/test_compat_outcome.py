@@ -28,3 +28,14 @@ def test_a_rule_error_wrapped_by_a_harness_is_a_rejection():
 def test_other_errors_stay_crashes_and_failed_asserts_wrong():
     assert classify(_wrapped(KeyError("x")), "/repo")[0] == CRASH
     assert classify(AssertionError("mismatch"), "/repo")[0] == WRONG
+
+
+def test_units_that_need_jax_or_torch_xla_are_counted_apart():
+    from nki.compat.outcome import Outcome
+    from nki.compat.report import summary
+
+    outcomes = [Outcome("a.py", "<script>", "ok"), Outcome("b.py", "<script>", "crash", "ModuleNotFoundError: No module "
+                                                           "named 'torch_xla' at b.py:3"),
+                Outcome("c.py", "<script>", "crash", "ModuleNotFoundError: No module named 'jaxtyping' at c.py:1")]
+    s = summary(outcomes)
+    assert (s["other_framework"], s["ok_percent"], s["ok_percent_nki"]) == (1, 33.3, 50.0)

@@ -119,6 +119,6 @@ def test_outcomes_of_tests_and_scripts(tmp_path):
     assert "np.allclose" in outcomes[("run_wrong.py", "<script>")]["detail"] or "numpy.allclose" in \
         outcomes[("run_wrong.py", "<script>")]["detail"]
     report = markdown.read_text()
-    assert "| example/repo@abc123 | 7 | 1 | 2 | 1 | 1 | 0 | 1 | 1 |" in report
+    assert "| example/repo@abc123 | 7 | 1 | 2 | 1 | 1 | 0 | 1 | 1 | 16.7 | 0 | 16.7 |" in report
     assert "| ok | `test_kernels.py` | `test_ok` | double |" in report  # the kernels each unit launched
     assert "ok        " in proc.stdout and "test_kernels.py::test_wrong" in proc.stdout

@@ -5,14 +5,25 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .outcome import OK, SKIPPED, STATUSES, Outcome
+from .outcome import CRASH, OK, SKIPPED, STATUSES, Outcome
+
+# Frameworks whose devices some public scripts run kernels on (an XLA device, JAX arrays): a unit
+# that stops importing one needs another framework, not something of nki's.
+OTHER_FRAMEWORKS = ("jax", "torch_xla")
+_OTHER_FRAMEWORK = re.compile(r"ModuleNotFoundError: No module named '(" + "|".join(OTHER_FRAMEWORKS) + r")(\.|')")
+
+
+def needs_other_framework(o: Outcome) -> bool:
+    return o.status == CRASH and bool(_OTHER_FRAMEWORK.match(o.detail))
 
 
 def summary(outcomes: list[Outcome]) -> dict:
     counts = Counter(o.status for o in outcomes)
     ran = len(outcomes) - counts[SKIPPED]
+    other = sum(map(needs_other_framework, outcomes))
     return {"units": len(outcomes), **{s: counts[s] for s in STATUSES},
-            "ok_percent": round(100.0 * counts[OK] / ran, 1) if ran else 0.0}
+            "ok_percent": round(100.0 * counts[OK] / ran, 1) if ran else 0.0, "other_framework": other,
+            "ok_percent_nki": round(100.0 * counts[OK] / (ran - other), 1) if ran > other else 0.0}
 
 
 def text_table(outcomes: list[Outcome]) -> str:
@@ -40,16 +51,14 @@ def causes(outcomes: list[Outcome]) -> list[tuple[str, int]]:
 def markdown(groups: list[tuple[str, list[Outcome]]], header: str) -> str:
     """``groups``: (label, outcomes) per repository."""
     out = [header.rstrip(), ""]
-    out.append("| repository | units | ok | wrong | rejected | crash | timeout | skipped | no-check | ok % |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|")
-    for label, outcomes in groups:
+    out.append("| repository | units | ok | wrong | rejected | crash | timeout | skipped | no-check | ok % "
+               "| crash: needs jax / torch_xla | ok % of the rest |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    total = [o for _, outcomes in groups for o in outcomes]
+    for label, outcomes in groups + [("**all**", total)]:
         s = summary(outcomes)
         out.append(f"| {label} | {s['units']} | {s['ok']} | {s['wrong']} | {s['rejected']} | {s['crash']} | {s['timeout']} "
-                   f"| {s['skipped']} | {s['no-check']} | {s['ok_percent']} |")
-    total = [o for _, outcomes in groups for o in outcomes]
-    s = summary(total)
-    out.append(f"| **all** | {s['units']} | {s['ok']} | {s['wrong']} | {s['rejected']} | {s['crash']} | {s['timeout']} "
-               f"| {s['skipped']} | {s['no-check']} | {s['ok_percent']} |")
+                   f"| {s['skipped']} | {s['no-check']} | {s['ok_percent']} | {s['other_framework']} | {s['ok_percent_nki']} |")
     for label, outcomes in groups:
         out += ["", f"## {label}", ""]
         top = causes(outcomes)
