@@ -51,6 +51,10 @@ def test_wrong():
     np.testing.assert_array_equal(double(X), 3 * X)
 
 
+def test_ok_by_a_comparison_expected_to_fail():
+    assert not np.allclose(double(X), 3 * X)  # a test decides itself what a False means
+
+
 def test_rejected():
     too_tall(X)
 
@@ -106,6 +110,7 @@ def test_outcomes_of_tests_and_scripts(tmp_path):
         ("run_wrong.py", "<script>"): "wrong",
         ("test_kernels.py", "test_ok"): "ok",
         ("test_kernels.py", "test_wrong"): "wrong",
+        ("test_kernels.py", "test_ok_by_a_comparison_expected_to_fail"): "ok",
         ("test_kernels.py", "test_rejected"): "rejected",
         ("test_kernels.py", "test_crash"): "crash",
         ("test_kernels.py", "test_skipped"): "skipped",
@@ -119,6 +124,6 @@ def test_outcomes_of_tests_and_scripts(tmp_path):
     assert "np.allclose" in outcomes[("run_wrong.py", "<script>")]["detail"] or "numpy.allclose" in \
         outcomes[("run_wrong.py", "<script>")]["detail"]
     report = markdown.read_text()
-    assert "| example/repo@abc123 | 7 | 1 | 2 | 1 | 1 | 0 | 1 | 1 | 16.7 | 0 | 16.7 |" in report
+    assert "| example/repo@abc123 | 8 | 2 | 2 | 1 | 1 | 0 | 1 | 1 | 28.6 | 0 | 28.6 |" in report
     assert "| ok | `test_kernels.py` | `test_ok` | double |" in report  # the kernels each unit launched
     assert "ok        " in proc.stdout and "test_kernels.py::test_wrong" in proc.stdout

@@ -17,7 +17,8 @@ def main(argv=None) -> int:
     parser.add_argument("--label", action="append", default=[], metavar="PATH=NAME",
                         help="name a path in the report, e.g. ./nki-samples=aws-neuron/nki-samples@6905a68")
     parser.add_argument("--markdown", help="write the report as Markdown to this file")
-    parser.add_argument("--json", help="write every outcome as JSON lines to this file")
+    parser.add_argument("--json", help="write every outcome as JSON lines to this file (and, while running, "
+                                       "each finished batch to FILE.partial)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per unit (default 300)")
     parser.add_argument("--file-timeout", type=float, default=1800.0, help="seconds per file (default 1800)")
     parser.add_argument("--jobs", type=int, default=1, help="files run at once (default 1)")
@@ -30,17 +31,26 @@ def main(argv=None) -> int:
             parser.error(f"--label takes PATH=NAME, got {item!r}")
         labels[os.path.abspath(path)] = name
 
-    def progress(outcomes):
-        for o in outcomes:
-            print(f"{o.status:9} {o.file}::{o.unit}  {o.detail[:120]}", file=sys.stderr, flush=True)
-
+    partial = args.json + ".partial" if args.json else None  # what a run stopped midway had finished
+    if partial and os.path.exists(partial):
+        os.unlink(partial)
     groups = []
     for path in args.paths:
-        outcomes = run_paths([path], args.timeout, args.file_timeout, args.jobs, progress)
-        groups.append((labels.get(os.path.abspath(path), path), outcomes))
+        label = labels.get(os.path.abspath(path), path)
+
+        def progress(outcomes, label=label):
+            for o in outcomes:
+                print(f"{o.status:9} {o.file}::{o.unit}  {o.detail[:120]}", file=sys.stderr, flush=True)
+            if partial:
+                with open(partial, "a") as f:
+                    f.writelines(json.dumps({"repository": label, **o.to_dict()}) + "\n" for o in outcomes)
+
+        groups.append((label, run_paths([path], args.timeout, args.file_timeout, args.jobs, progress)))
     for label, outcomes in groups:
         print(f"== {label}")
         print(text_table(outcomes))
+    if partial and os.path.exists(partial):
+        os.unlink(partial)
     if args.json:
         with open(args.json, "w") as f:
             for label, outcomes in groups:
