@@ -160,6 +160,7 @@ def main(argv=None) -> int:
     parser.add_argument("--skip", help="do not run the sources whose label contains this text")
     parser.add_argument("--json", help="write every outcome here (JSON lines)")
     parser.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "..", "docs", "nki_compatibility.md"))
+    parser.add_argument("--note", default="", help="a paragraph for the header (how this run went)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per unit")
     parser.add_argument("--file-timeout", type=float, default=1800.0, help="seconds per file")
     args = parser.parse_args(argv)
@@ -188,6 +189,8 @@ def main(argv=None) -> int:
     sources = "\n".join(f"* `{r}` @ `{c}` - {', '.join(f'`{f}`' if f else 'the whole repository' for f in folders)}: {why}"
                         for r, c, folders, why in SOURCES)
     header = HEADER.format(when=time.strftime("%Y-%m-%d"), timeout=args.timeout, sources=sources)
+    if args.note:
+        header += "\n" + args.note.strip() + "\n"
     with open(args.output, "w") as f:
         f.write(markdown(ordered, header))
     return 0
