@@ -60,6 +60,8 @@ KNOWN_ISSUES = [
      and "refer to a single memory location" in m.message
      and program["steps"][m.step]["args"][-1] in program["steps"][m.step]["args"][:-1]
      and _empty_result(program["steps"][m.step], m.operands)),
+    ("fuzz-25 - torchcore: cumsum with a bool result (dtype= or out=) computes where CPU's kernel refuses Bool",
+     lambda program, mode, m: m.kind == "missing error" and "\"cumsum_out_cpu\" not implemented for 'Bool'" in m.message),
     ("fuzz-23 - numerics: a bool tensor compared with an int scalar outside {0, 1} casts the scalar to bool",
      lambda program, mode, m: m.kind == "value" and _step_op(program, m) in _SCALAR_COMPARISONS
      and m.operands and m.operands[0].dtype == torch.bool
