@@ -112,6 +112,30 @@ def test_dma_transpose(dtype):
     np.testing.assert_array_equal(f32(tr(x)), f32(x).T)
 
 
+def test_legacy_dma_transpose_returns_a_new_tile():
+    """nisa.dma_transpose(src) (legacy): the [F, P] transpose in a new SBUF tile."""
+
+    @nki.jit
+    def tr(x):
+        t = nisa.dma_transpose(x[:, :])
+        out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+        nl.store(out, t)
+        return out
+
+    x = rand((40, 96), seed=6)
+    np.testing.assert_array_equal(tr(x), x.T)
+
+
+def test_legacy_dma_transpose_of_more_than_two_dims_needs_a_destination():
+    @nki.jit
+    def tr3(x):
+        nisa.dma_transpose(x, axes=(2, 1, 0))
+        return x
+
+    with pytest.raises(nki.NkiValidationError, match=r"\[dma_transpose.axes\].*\[2, 4, 8\]"):
+        tr3(rand((2, 4, 8)))
+
+
 def test_dma_time_grows_with_bytes():
     @nki.jit
     def copy(x):

@@ -59,9 +59,19 @@ def dma_copy(dst: NkiTensor, src: NkiTensor, priority=None, oob_mode=oob_mode.er
     return NkiInstruction(dma_move(dst, src, oob_mode=oob_mode.name, dge=mode, engine=trigger, name=name))
 
 
-def dma_transpose(dst: NkiTensor, src: NkiTensor, axes=None, priority=None, dge_mode=dge_mode.unknown,
+def dma_transpose(dst: NkiTensor = None, src: NkiTensor = None, axes=None, priority=None, dge_mode=dge_mode.unknown,
                   oob_mode=oob_mode.error, name=None):
-    return _emit(sim.DmaTranspose(dst=_ap(dst, "dst"), src=_ap(src, "src")), name)
+    """Transpose by DMA into ``dst``. Legacy form: ``nisa.dma_transpose(src)`` returns a new
+    [F, P] SBUF tile (2-D transposes only)."""
+    if src is None:
+        src, dst = dst, None
+    if dst is None:
+        if src.ndim != 2 or (axes is not None and tuple(axes) != (1, 0)):
+            raise tracing.current().error("dma_transpose.axes", f"nisa.dma_transpose(src) returns the transpose of a 2-D "
+                                                                f"tensor; got {list(src.shape)} with axes={axes} (pass dst=)")
+        dst = ndarray((src.shape[1], src.shape[0]), src.dtype, "sbuf")
+    _emit(sim.DmaTranspose(dst=_ap(dst, "dst"), src=_ap(src, "src")), name)
+    return dst
 
 
 @_legacy_form("src")
