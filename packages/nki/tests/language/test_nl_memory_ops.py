@@ -198,3 +198,18 @@ def test_shared_constant_is_an_hbm_tensor_holding_the_values_at_every_launch():
     ref = f32(x) + np.arange(128 * 6, dtype=np.float32).reshape(128, 6)
     np.testing.assert_allclose(add_constant(x), ref, rtol=1e-6)
     np.testing.assert_allclose(add_constant(x + 1), ref + 1, rtol=1e-6)  # the second launch binds it again
+
+
+def test_lazily_initialized_tiles_hold_their_fill_value():
+    """nl.full/zeros(..., lazy_initialization=True) (legacy kernels): same values as an eager fill."""
+
+    @nki.jit
+    def plus_filled(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        acc = nl.zeros(x.shape, dtype=nl.float32, buffer=nl.sbuf, lazy_initialization=True)
+        threes = nl.full(x.shape, 3.0, dtype=nl.float32, buffer=nl.sbuf, lazy_initialization=False)
+        nl.store(out, nl.add(nl.add(acc, threes), nl.load(x)))
+        return out
+
+    x = rand((128, 5), seed=14)
+    np.testing.assert_allclose(plus_filled(x), x + 3.0, rtol=1e-6)

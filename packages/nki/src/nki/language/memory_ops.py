@@ -60,17 +60,19 @@ def ndarray(shape, dtype, buffer="sbuf", name: str = "", address=None) -> NkiTen
     return NkiTensor(hbm_storage(ctx, shape, dtype, name, kind, buffer))
 
 
-def full(shape, fill_value, dtype, buffer="sbuf", name: str = "") -> NkiTensor:
+def full(shape, fill_value, dtype, buffer="sbuf", name: str = "", lazy_initialization: bool = False) -> NkiTensor:
+    """A new tensor filled with ``fill_value``. ``lazy_initialization`` (legacy kernels) lets the
+    compiler defer the fill to the tile's first use: the values are the same, so it fills at once."""
     t = ndarray(shape, dtype, buffer, name)
     fill(t, fill_value)
     return t
 
 
-def zeros(shape, dtype, buffer="sbuf", name: str = "") -> NkiTensor:
+def zeros(shape, dtype, buffer="sbuf", name: str = "", lazy_initialization: bool = False) -> NkiTensor:
     return full(shape, 0, dtype, buffer, name)
 
 
-def ones(shape, dtype, buffer="sbuf", name: str = "") -> NkiTensor:
+def ones(shape, dtype, buffer="sbuf", name: str = "", lazy_initialization: bool = False) -> NkiTensor:
     return full(shape, 1, dtype, buffer, name)
 
 
