@@ -39,3 +39,12 @@ def test_units_that_need_jax_or_torch_xla_are_counted_apart():
                 Outcome("c.py", "<script>", "crash", "ModuleNotFoundError: No module named 'jaxtyping' at c.py:1")]
     s = summary(outcomes)
     assert (s["other_framework"], s["ok_percent"], s["ok_percent_nki"]) == (1, 33.3, 50.0)
+
+
+def test_a_unit_timeout_inside_a_failed_launch_is_a_timeout():
+    from neuron_sim.errors import ExecutionError
+    from nki.compat.outcome import TIMEOUT, UnitTimeout
+
+    launch_failure = ExecutionError("launch 'matmul' (#1) failed")
+    launch_failure.original = UnitTimeout("ran past the 60 s limit")
+    assert classify(launch_failure, "/repo") == (TIMEOUT, "ran past the 60 s limit")

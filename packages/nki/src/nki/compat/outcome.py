@@ -34,9 +34,10 @@ class UnitTimeout(BaseException):
 
 def classify(err: BaseException, root: str) -> tuple[str, str]:
     """(status, detail) of a unit that raised ``err``; ``root`` is where its own code lives."""
-    if isinstance(err, UnitTimeout):
-        return TIMEOUT, str(err)
-    rule_error = _rule_error(err)
+    timeout = next((e for e in _chain(err) if isinstance(e, UnitTimeout)), None)  # also inside a failed launch
+    if timeout is not None:
+        return TIMEOUT, str(timeout)
+    rule_error = next((e for e in _chain(err) if isinstance(e, ValidationError)), None)
     if rule_error is not None:
         return REJECTED, f"[{rule_error.rule}] {rule_error.detail}" + (f" at {_short(rule_error.location, root)}"
                                                                          if rule_error.location else "")
@@ -45,17 +46,15 @@ def classify(err: BaseException, root: str) -> tuple[str, str]:
     return CRASH, f"{type(err).__name__}: {_one_line(err)}{_where(err, root)}"
 
 
-def _rule_error(err: BaseException) -> ValidationError | None:
-    """The hardware-rule error behind ``err``: itself, the simulator's error of a failed launch
+def _chain(err: BaseException):
+    """``err`` and what is behind it: the simulator's error of a failed launch
     (``ExecutionError.original``), or the cause a test harness wrapped (``raise X from err``)."""
     seen = set()
     while err is not None and id(err) not in seen:
         seen.add(id(err))
-        if isinstance(err, ValidationError):
-            return err
+        yield err
         original = getattr(err, "original", None) if isinstance(err, ExecutionError) else None
         err = original if isinstance(original, BaseException) else (err.__cause__ or err.__context__)
-    return None
 
 
 def _one_line(err: BaseException, limit: int = 300) -> str:
