@@ -168,3 +168,23 @@ def test_a_kernel_may_return_a_reshape_of_a_whole_output_tensor():
     assert peak.shape == (128,) and flat.shape == (64, 12)
     np.testing.assert_array_equal(peak, x.max(axis=1))
     np.testing.assert_array_equal(flat, x.reshape(64, 12))
+
+
+def test_a_kernel_called_from_a_kernel_runs_inline():
+    """A helper kernel (``@nki.jit(mode="trace")`` in nki-samples' flash attention) called inside a
+    kernel adds its instructions to the caller's trace, on the caller's tensors: one launch."""
+    import neuronxcc.nki as legacy_nki
+
+    @legacy_nki.jit(mode="trace")
+    def load_scaled(src, scale):
+        return nl.multiply(nl.load(src), scale)
+
+    @nki.jit
+    def outer(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, load_scaled(x, 2.0))
+        return out
+
+    x = np.arange(128 * 3, dtype=np.float32).reshape(128, 3)
+    np.testing.assert_array_equal(outer(x), 2 * x)
+    assert len(outer.compile((x,), {}).programs) == 1

@@ -129,6 +129,8 @@ class Kernel:
                     setattr(target, name, value)
 
     def __call__(self, *args, **kwargs):
+        if tracing.active():  # called from a kernel being traced (a helper kernel): its body runs inline, as in NKI
+            return self.func(*args, **kwargs)
         foreign = arrays.launcher(args, kwargs)
         if foreign is not None:  # a framework's arrays: its integration binds and launches them
             return foreign.launch(self, args, kwargs)
