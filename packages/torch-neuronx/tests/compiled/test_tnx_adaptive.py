@@ -223,3 +223,53 @@ def test_dropout_in_a_run_matches_plain_eager(neuron):
     finally:
         torch_neuronx.set_adaptive_eager(None)
     assert torch.equal(plain, fused)
+
+
+@pytest.mark.parametrize("index", [[], [0]], ids=["to empty", "smaller"])
+def test_an_out_tensor_resized_after_a_deferred_op_read_it(neuron, adaptive_on, index):
+    """fuzz-19: ``minimum`` reads v1 and is deferred; ``index_select(..., out=v1)`` then resizes
+    v1 (to empty: no data pointer any more). The flush reads v1's memory as it was when the op
+    joined the run (it read address 0x0 and raised)."""
+    def program(x, idx):
+        v1 = x.masked_fill(x > 1, 0.5)
+        v2 = torch.minimum(v1, v1)
+        v3 = torch.index_select(v2, 0, idx, out=v1)
+        return v2, v3
+
+    x, idx = torch.tensor([0.25, 3.0, -1.0]), torch.tensor(index, dtype=torch.long)
+    expected = program(x, idx)
+    got = program(x.to(neuron), idx.to(neuron))
+    for e, g in zip(expected, got):
+        assert torch.equal(g.cpu(), e)
+
+
+def test_an_upload_into_a_tensor_resized_before_the_flush(neuron, adaptive_on):
+    y = torch.ones(4, device=neuron) * 2  # a pending run
+    dst = torch.empty(4, device=neuron)
+    dst.copy_(torch.arange(4.0))  # joins the run: submitted just before its launch
+    assert adaptive.pending()
+    z = y + dst
+    dst.resize_(2)  # metadata only: the upload still writes all 4 elements
+    assert torch.equal(z.cpu(), torch.arange(4.0) + 2)
+    assert torch.equal(dst.cpu(), torch.arange(2.0))
+
+
+def test_set_adaptive_eager_switches_even_when_its_flush_raises(neuron, monkeypatch):
+    def broken_compiler(*args):
+        raise RuntimeError("the fused run's compile failed")
+
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(3, 17, generator=g)  # a run signature no other test makes: it is compiled
+    monkeypatch.setattr(adaptive, "_compile", broken_compiler)
+    torch_neuronx.set_adaptive_eager(True)
+    try:
+        y = (x.to(neuron) * 3).exp()
+        assert adaptive.pending()
+        with pytest.raises(RuntimeError, match="fused run's compile failed"):
+            torch_neuronx.set_adaptive_eager(False)
+        assert not adaptive.enabled()
+        del y
+        assert torch.equal((x.to(neuron) + 1).cpu(), x + 1)  # plain eager from here
+        assert not adaptive.pending()
+    finally:
+        torch_neuronx.set_adaptive_eager(None)

@@ -43,8 +43,6 @@ KNOWN_ISSUES = [
      lambda program, mode, m: m.kind == "error type" and mode != "compile"
      and "CPU raised RuntimeError: zero-dimensional tensor (at position 0) cannot be concatenated" in m.message
      and "neuron raised IndexError: " in m.message),
-    ("fuzz-19 - torchcore: adaptive eager's flush reads a tensor that out= resized to empty (address 0x0)",
-     lambda program, mode, m: mode == "adaptive" and "is not neuron device memory" in m.message),
     ("fuzz-20 - lowering: gelu of float16/bfloat16 computes in the 16-bit dtype (CPU: in fp32, rounded once)",
      lambda program, mode, m: m.kind == "value" and _step_op(program, m) == "gelu"
      and m.operands and m.operands[0].dtype in (torch.float16, torch.bfloat16)),

@@ -59,8 +59,10 @@ stats = {"runs": 0, "ops": 0, "fused_compiles": 0, "dead_outputs": 0, "split_run
 def set_adaptive_eager(enabled: bool | None) -> None:
     """Turn adaptive eager on or off for this process (None: follow the environment again)."""
     global _override
-    flush_all()
-    _override = enabled
+    try:
+        flush_all()
+    finally:  # a flush that raises still switches the mode: the error is the pending work's
+        _override = enabled
 
 
 def enabled() -> bool:
@@ -90,7 +92,10 @@ class _Run:
         # launched, so their memory is not handed out again meanwhile; a storage nobody else
         # references by then (no tensor, view or saved tensor) is a result never written.
         self.items: list[tuple[CompiledNeff, list, list]] = []
-        self.externals: list[torch.Tensor] = []  # inputs from outside the run (held: not reused meanwhile)
+        # Inputs from outside the run: (storage - held, so its memory is not reused meanwhile -,
+        # address of the input's first element and element size when it joined: its tensor may
+        # change before the flush, and an out= that resizes it to empty has no data pointer).
+        self.externals: list[tuple[torch.UntypedStorage, int, int]] = []
         self.external_index: dict[tuple, int] = {}
         self.produced: dict[int, tuple[int, int]] = {}  # storage data_ptr -> (item, output) holding its value
         self.memory_readers: dict[int, set[int]] = {}  # storage data_ptr -> items reading it from memory
@@ -108,7 +113,7 @@ class _Run:
             index = self.external_index.get(key)
             if index is None:
                 index = self.external_index[key] = len(self.externals)
-                self.externals.append(t)
+                self.externals.append((t.untyped_storage(), t.data_ptr(), t.element_size()))
             self.memory_readers.setdefault(base, set()).add(len(self.items))
             return ("ext", index)
         k, j = hit
@@ -198,7 +203,7 @@ def defer_upload(dst: torch.Tensor, src: torch.Tensor) -> bool:
         base = dst.untyped_storage().data_ptr()
         if run is None or not run.items or base in run.produced or base in run.memory_readers:
             return False
-        run.uploads.append((dst, src))
+        run.uploads.append((dst.detach(), src))  # its shape as it is now (an out= may resize dst)
         return True
 
 
@@ -259,8 +264,8 @@ def _launch_run(run: _Run, device_index: int, stream_id: int) -> None:
     buffers = {}
     graph = graph_of(neff.program)
     for value in graph.inputs:
-        t = run.externals[int(value.name[1:])]
-        buffers[value.name] = (t, value.type.num_elements * t.element_size())
+        _, address, element_size = run.externals[int(value.name[1:])]
+        buffers[value.name] = (address, value.type.num_elements * element_size)
     for m, (k, j, storage) in enumerate(live):
         buffers[f"y{m}"] = (storage, run.items[k][0].outputs[j].nbytes)
     names = ", ".join(entry.name for entry, _, _ in run.items[:6]) + (", ..." if len(run.items) > 6 else "")
@@ -288,7 +293,7 @@ def _launch_each(run: _Run) -> None:
         buffers = {}
         for i, (src, nbytes) in enumerate(zip(sources, entry.in_nbytes)):
             if src[0] == "ext":
-                ptr = run.externals[src[1]].data_ptr()
+                ptr = run.externals[src[1]][1]
             else:
                 _, k, j, offset = src
                 producer = run.items[k][0].outputs[j]
