@@ -11,6 +11,7 @@ from neuron_sim.executor import exact
 from neuron_sim.isa import DmaCopy, LoopEnd, LoopStart, Memset, RegisterLoad, TensorScalar
 from neuron_sim.memory.access_pattern import SBUF, hbm, onchip
 from neuron_sim.timing import estimate
+from neuron_sim.trace import TraceSession
 
 from .conftest import ARCH
 
@@ -63,3 +64,18 @@ def test_a_failing_run_time_loop_launch_raises_at_the_launch_and_leaves_its_outp
     assert later.launch_id == info.value.launch_id + 1  # the failed launch took its id in submission order
     with pytest.raises(InvalidMemoryError):
         dev.check_valid(out.address, 4)
+
+
+def test_a_failing_run_time_loop_launch_is_published_with_its_error(runtime, monkeypatch):
+    """A profiler sees the failed launch: its record, with its id and error, where it would have started."""
+    monkeypatch.setattr(exact, "MAX_LOOP_ITERATIONS", 50)
+    q = runtime.device(0).default_queue
+    earlier = q.submit(lambda: None, device_time_ns=500.0, name="earlier")
+    with TraceSession(sink=runtime.device(0).trace) as session:
+        with pytest.raises(ExecutionError) as info:
+            q.launch(counted_loop(), {"n": np.array([[51]], np.int32), "out": np.zeros((1, 1), np.float32)})
+    (record,) = [r for r in session.records if r.name == "counted"]
+    assert record.launch_id == info.value.launch_id and record.kind == "neff"
+    assert record.error is not None and type(info.value.original).__name__ in record.error, record.error
+    assert record.start_ns == record.end_ns == earlier.end_ns
+    assert record.host_end_ns >= record.host_start_ns

@@ -147,8 +147,14 @@ class Queue:
         self.synchronize()
         task.launch_id = self._new_launch_id()  # its errors are raised now: name the launch
         task.execute = self._run_launch
+        host_start = time.perf_counter_ns()
         failure = self._run_work(task)
         if failure is not None:
+            # It never takes a place on the timeline; a trace still shows it, with its error, at
+            # the point where it would have started.
+            with self._lock:
+                task.start_ns = task.end_ns = max(self._lane.end_ns, not_before_ns)
+            self._publish(task, host_start, time.perf_counter_ns(), failure)
             raise failure.to_exception() from failure.error
         task.timings = tuple(estimate(p, self.device.arch, r.trip_counts) for p, r in zip(task.programs, task.reports))
         task.execute = _ran_already
@@ -460,11 +466,21 @@ class Queue:
             task_memory.mark_not_written(task, failure.root)  # what it should have written is garbage
             task.buffers = task.execute = None
             return
-        device = self.device
         host_start = time.perf_counter_ns()
         failure = self._run_work(task)
         host_end = time.perf_counter_ns()
         task.buffers = task.execute = None  # release the caller's arrays (and callable) as soon as the task is done
+        self._publish(task, host_start, host_end, failure)
+        if failure is None:
+            return
+        if raise_now:
+            raise failure.to_exception() from failure.error
+        with self._lock:
+            self._failure = failure
+
+    def _publish(self, task: Task, host_start: int, host_end: int, failure: Failure | None) -> None:
+        """The LaunchRecord of ``task``, which ran (or failed) between those host times."""
+        device = self.device
         if device.trace.enabled:
             device.trace.publish(
                 LaunchRecord(
@@ -476,12 +492,6 @@ class Queue:
                     pid=device.pid, anchor=device.anchor,
                 )
             )
-        if failure is None:
-            return
-        if raise_now:
-            raise failure.to_exception() from failure.error
-        with self._lock:
-            self._failure = failure
 
     def _run_work(self, task: Task) -> Failure | None:
         """Run a work task unless it reads memory a failure left invalid; keep its memory's
