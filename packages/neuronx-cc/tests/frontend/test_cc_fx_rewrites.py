@@ -84,6 +84,14 @@ def test_clamp_of_integers_by_float_bounds_promotes():
     assert got.dtype == torch.float32 and torch.equal(got, torch.clamp_min(x, b))
 
 
+@pytest.mark.parametrize("fn", [lambda x: torch.clamp(x, min=0.5), lambda x: torch.clamp(x, -1.5, 2.25),
+                                lambda x: torch.clamp_max(x, 0.25), lambda x: torch.clamp(x, max=True)])
+def test_clamp_of_integers_by_float_numbers_promotes(fn):
+    x = torch.tensor([0, 1, -3, 7])
+    (got,) = lowered(fn, x)
+    assert got.dtype == fn(x).dtype and torch.equal(got, fn(x))
+
+
 def test_index_put_without_indices_is_refused():
     """CPU rejects every such call; torch-mlir segfaulted on it."""
     with pytest.raises(UnsupportedOp, match="empty index list"):
@@ -209,3 +217,41 @@ def test_topk_of_nothing():
     x = torch.randn(2, 5)
     got = lowered(lambda x: x.topk(0, 1), x)
     assert [(g.shape, g.dtype) for g in got] == [(e.shape, e.dtype) for e in x.topk(0, 1)]
+
+
+_COMPARES = [torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge]
+
+
+@pytest.mark.parametrize("compare", _COMPARES)
+@pytest.mark.parametrize("number", [-1, 2, 256, 0, 1, 0.5, -0.5, True])
+def test_compare_of_bools_with_a_number_in_the_promoted_dtype(compare, number):
+    """``bool_x != -1`` compares in int64 (-1 is not True); torch-mlir converted the number to bool."""
+    x = torch.tensor([False, True, True, False])
+    (got,) = lowered(lambda x: compare(x, number), x)
+    assert torch.equal(got, compare(x, number))
+
+
+@pytest.mark.parametrize("compare", _COMPARES + [torch.maximum, torch.minimum])
+@pytest.mark.parametrize("a, b", [
+    (torch.tensor([False, True]), torch.tensor([-1, 2])),                                 # bool vs int64
+    (torch.tensor([False, True]), torch.tensor([255, 1], dtype=torch.uint8)),
+    (torch.tensor([255, 1], dtype=torch.uint8), torch.tensor([-1, 1], dtype=torch.int8)),  # int16 on CPU
+    (torch.tensor([-24, 1], dtype=torch.int8), torch.tensor(1000)),                       # a 0-d operand: int8 wins
+    (torch.tensor([False, True]), torch.tensor(-1)),
+    (torch.tensor([1, 2], dtype=torch.int32), torch.tensor([1.5, 2.0], dtype=torch.float16)),
+])
+def test_compare_of_tensors_in_the_promoted_dtype(compare, a, b):
+    for x, y in ((a, b), (b, a)):
+        (got,) = lowered(compare, x, y)
+        assert torch.equal(got, compare(x, y)) and got.dtype == compare(x, y).dtype
+
+
+@pytest.mark.parametrize("compare", _COMPARES)
+@pytest.mark.parametrize("x, number", [
+    (torch.tensor([-24, 1], dtype=torch.int8), 1000),   # the number wraps to the tensor's dtype, as on CPU
+    (torch.tensor([255, 1], dtype=torch.uint8), -1),
+    (torch.tensor([2, 3], dtype=torch.int32), 2.5),
+])
+def test_compare_with_a_number_of_the_tensors_category(compare, x, number):
+    (got,) = lowered(lambda x: compare(x, number), x)
+    assert torch.equal(got, compare(x, number))

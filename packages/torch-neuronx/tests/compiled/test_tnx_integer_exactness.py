@@ -86,6 +86,40 @@ def test_every_integer_dtype_near_its_extremes(op, dtype):
     _check(OPS[op], EDGES[dtype], dtype)
 
 
+# Comparisons whose operands promote: a bool mask against an int (fuzz-23: ``mask != -1`` compared
+# the mask with True), uint8 against int8 (int16 on CPU), a 0-d tensor that does not win.
+MIXED_COMPARES = {
+    "bool_ne_minus_one": lambda b, i: b != -1,
+    "bool_eq_two": lambda b, i: b == 2,
+    "bool_lt_two": lambda b, i: b < 2,
+    "bool_ge_minus_one": lambda b, i: b >= -1,
+    "bool_gt_half": lambda b, i: b > 0.5,
+    "bool_le_0d": lambda b, i: b <= torch.tensor(-1, device=b.device),
+    "bool_eq_int64": lambda b, i: b == i,
+    "int64_gt_bool": lambda b, i: i > b,
+    "bool_ne_uint8": lambda b, i: b != i.to(torch.uint8),
+    "uint8_eq_int8": lambda b, i: i.to(torch.uint8) == i.to(torch.int8),
+    "int8_eq_0d_1000": lambda b, i: i.to(torch.int8) == torch.tensor(1000, device=b.device),
+    "mask_of_ge_ne": lambda b, i: (i >= 0) != -1,
+    "maximum_bool_int64": lambda b, i: torch.maximum(b, i),
+    "where_bool_int": lambda b, i: torch.where(b, b, i),
+    "clamp_int_by_half": lambda b, i: torch.clamp(i, min=0.5),
+}
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+@pytest.mark.parametrize("name", sorted(MIXED_COMPARES))
+def test_comparisons_whose_operands_promote(name, adaptive):
+    torch_neuronx = pytest.importorskip("torch_neuronx")
+    fn = MIXED_COMPARES[name]
+    b, i = torch.tensor([False, True, True, False, True]), torch.tensor([-3, 2, 255, 1000, 0])
+    torch_neuronx.set_adaptive_eager(adaptive)
+    try:
+        assert_equal(fn(b.to("neuron"), i.to("neuron")), fn(b, i))
+    finally:
+        torch_neuronx.set_adaptive_eager(False)
+
+
 def test_the_exact_executor_agrees():
     """The reproducers again with the ISA interpreted instruction by instruction."""
     code = """

@@ -17,7 +17,7 @@ from tnx_helpers import assert_equal, run_python
 from torch_neuronx.dynamo.backend import NeuronCompileFallbackWarning
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compiled"))
-from test_tnx_integer_exactness import EDGES, OPS, REPRODUCERS  # noqa: E402
+from test_tnx_integer_exactness import EDGES, MIXED_COMPARES, OPS, REPRODUCERS  # noqa: E402
 
 # Integer ops no engine computes exactly at these ranges: the graph runs op by op.
 REFUSED = {"cumsum", "argmin_abs", "argmin_neg", "floor_div"}
@@ -36,6 +36,13 @@ def _compiled_warnings(fn, *args, **options):
         warnings.simplefilter("always")
         result = _compiled(fn, *args, **options)
     return result, [w for w in caught if issubclass(w.category, NeuronCompileFallbackWarning)]
+
+
+@pytest.mark.parametrize("name", sorted(MIXED_COMPARES))
+def test_comparisons_whose_operands_promote_compiled(name):
+    fn = MIXED_COMPARES[name]
+    b, i = torch.tensor([False, True, True, False, True]), torch.tensor([-3, 2, 255, 1000, 0])
+    assert_equal(_compiled(fn, b, i), fn(b, i))
 
 
 @pytest.mark.parametrize("name", sorted(REPRODUCERS))

@@ -21,8 +21,6 @@ import torch
 from tnx_fuzz_ops import OPS
 from tnx_fuzz_programs import result_without_out
 
-_SCALAR_COMPARISONS = {"eq_s", "ne_s", "lt_s", "le_s", "gt_s", "ge_s"}
-
 
 def _step_op(program, m) -> str | None:
     return program["steps"][m.step]["op"] if m.step is not None and m.step < len(program["steps"]) else None
@@ -60,10 +58,6 @@ KNOWN_ISSUES = [
      and _empty_result(program["steps"][m.step], m.operands)),
     ("fuzz-25 - torchcore: cumsum with a bool result (dtype= or out=) computes where CPU's kernel refuses Bool",
      lambda program, mode, m: m.kind == "missing error" and "\"cumsum_out_cpu\" not implemented for 'Bool'" in m.message),
-    ("fuzz-23 - numerics: a bool tensor compared with an int scalar outside {0, 1} casts the scalar to bool",
-     lambda program, mode, m: m.kind == "value" and _step_op(program, m) in _SCALAR_COMPARISONS
-     and m.operands and m.operands[0].dtype == torch.bool
-     and type(s := program["steps"][m.step]["params"]["s"]) is int and s not in (0, 1)),
 ]
 
 _NO_LOWERING = re.compile(r"NeuronCompileError: cannot compile '(aten|stablehlo)\.[a-z_0-9.]+' at .*(torch-mlir cannot lower it to "

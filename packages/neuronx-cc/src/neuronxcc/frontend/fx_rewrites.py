@@ -7,11 +7,11 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   backward of ``x[..., 8:]``, every functionalized ``x[:, 1:] = y``), so that loop pushed 2^63
   indices: the lowering grew until the kernel killed it. Bounds are normalized as PyTorch
   normalizes them (negative from the end, clamped to the dim).
-* ``clamp`` / ``clamp_min`` / ``clamp_max`` with tensor bounds: torch-mlir assumes the result has
-  ``self``'s shape and dtype and broadcasts the bounds to ``self``; when the bounds broadcast
-  ``self`` itself (``clamp_min(x[1], m[2])``) or promote it (int ``self``, float bounds), building
-  ``stablehlo.clamp`` aborts the process (LLVM ERROR: failed to infer result types). ``self`` is
-  expanded and converted to the result's shape and dtype first.
+* ``clamp`` / ``clamp_min`` / ``clamp_max``: torch-mlir assumes the result has ``self``'s shape and
+  dtype and broadcasts the bounds to ``self``; when tensor bounds broadcast ``self`` itself
+  (``clamp_min(x[1], m[2])``) or bounds promote it (int ``self``, float bounds), building
+  ``stablehlo.clamp`` aborts the process (LLVM ERROR: failed to infer result types) or fails
+  (number bounds). ``self`` is expanded and converted to the result's shape and dtype first.
 * ``index_put`` with an empty index list: torch-mlir segfaults; CPU rejects every such call.
 * ops with a ``dim`` argument over a 0-dim tensor (``sum(x, 0, keepdim=True)``): torch-mlir
   segfaults; they run over the tensor viewed as ``[1]``.
@@ -30,6 +30,10 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   (the same values modulo 2**8).
 * negative advanced indices (``x[tensor([-1])]``, ``index_put``): wrapped by the dim's size, as
   CPU wraps them; torch-mlir gathers them as they are (an out-of-bounds launch).
+* comparisons (``eq`` ... ``ge``, with a number or a tensor) whose operands promote: torch-mlir
+  converts a number to the tensor's dtype (``bool_x != -1`` compared ``x`` with ``True``) and of
+  two tensors the narrower to the wider (uint8 vs int8 compared in int8). Both operands are
+  converted to PyTorch's result dtype first (int64 for bool vs an int, int16 for uint8 vs int8).
 
 torch-mlir's pass pipeline also runs in a bounded worker process (``pipeline``), so a pattern
 missing here costs a clear error, never the process.
@@ -59,12 +63,15 @@ def _rewrite(gm) -> None:
     import torch
 
     aten = torch.ops.aten
-    clamps = {aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor}
+    clamps = {aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor, aten.clamp.default,
+              aten.clamp_min.default, aten.clamp_max.default}
     uninitialized = {aten.empty.memory_format, aten.empty_strided.default, aten.empty_like.default,
                      aten.empty_permuted.default, aten.new_empty.default, aten.new_empty_strided.default}
     bool_reductions = {aten.amax.default, aten.amin.default, aten.max.default, aten.min.default, aten.max.dim,
                        aten.min.dim}
     unsigned = {getattr(torch, name) for name in _UNSIGNED_NAMES if hasattr(torch, name)}
+    compares = {getattr(getattr(aten, name), overload) for name in ("eq", "ne", "lt", "le", "gt", "ge")
+                for overload in ("Scalar", "Tensor")}
     changed = _zero_size_results(gm.graph)
     for node in list(gm.graph.nodes):
         if node.op != "call_function":
@@ -90,6 +97,8 @@ def _rewrite(gm) -> None:
         elif node.target is aten.abs.default and _dtype(node.args[0]) in unsigned:
             node.target = aten.clone.default  # the identity
             changed = True
+        elif node.target in compares:
+            changed |= _compare_in_result_dtype(gm.graph, node)
     changed |= _lift_dim_ops_over_0dim(gm.graph)
     if changed:
         gm.recompile()
@@ -187,8 +196,11 @@ def _clamp_over_result(graph, node) -> bool:
     x_val, result = x.meta.get("val"), node.meta.get("val")
     if not isinstance(x_val, torch.Tensor) or not isinstance(result, torch.Tensor):
         return False
+    changed = any(isinstance(b, bool) for b in node.args[1:])
+    if changed:  # torch-mlir takes no bool Scalar; CPU clamps by its value 0 or 1
+        node.args = (x, *(int(b) if isinstance(b, bool) else b for b in node.args[1:]))
     if x_val.shape == result.shape and x_val.dtype == result.dtype:
-        return False
+        return changed
     with graph.inserting_before(node):
         if x_val.dtype != result.dtype:
             x = graph.call_function(torch.ops.aten._to_copy.default, (x,), {"dtype": result.dtype})
@@ -310,6 +322,29 @@ def _reduce_as(graph, node, dtype) -> bool:
         for user in users:
             user.replace_input_with(r, back)
     return True
+
+
+def _compare_in_result_dtype(graph, node) -> bool:
+    """A comparison's tensor operands converted to ``torch.result_type`` of its two operands (a
+    number then takes that dtype in torch-mlir's lowering, wrapped as CPU wraps it)."""
+    import torch
+
+    a, b = node.args[0], node.args[1]
+    a_val = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+    b_val = b.meta.get("val") if isinstance(b, torch.fx.Node) else b
+    if not isinstance(a_val, torch.Tensor) or not isinstance(b_val, (torch.Tensor, bool, int, float)):
+        return False
+    dtype = torch.result_type(a_val, b_val)
+    operands, changed = [], False
+    for operand, val in ((a, a_val), (b, b_val)):
+        if isinstance(val, torch.Tensor) and val.dtype != dtype:
+            with graph.inserting_before(node):
+                operand = _call(graph, torch.ops.aten._to_copy.default, (operand,), {"dtype": dtype}, like=node)
+            changed = True
+        operands.append(operand)
+    if changed:
+        node.args = (*operands, *node.args[2:])
+    return changed
 
 
 def _narrowed(graph, node, dtype, like):
