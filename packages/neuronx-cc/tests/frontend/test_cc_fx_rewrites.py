@@ -255,3 +255,64 @@ def test_compare_of_tensors_in_the_promoted_dtype(compare, a, b):
 def test_compare_with_a_number_of_the_tensors_category(compare, x, number):
     (got,) = lowered(lambda x: compare(x, number), x)
     assert torch.equal(got, compare(x, number))
+
+
+_NUMPY = {torch.float16: np.float16, torch.bfloat16: __import__("ml_dtypes").bfloat16}
+_HALF_OPS = {
+    "gelu": lambda x: torch.nn.functional.gelu(x),
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "silu": lambda x: torch.nn.functional.silu(x),
+    "asinh": torch.asinh,
+    "sinh": torch.sinh,
+    "log2": lambda x: torch.log2(x.abs() + 0.5),
+    "softmax": lambda x: torch.softmax(x, -1),
+    "mean": lambda x: x.mean(-1),
+    "var": lambda x: x.var(-1),
+    "layer_norm": lambda x: torch.nn.functional.layer_norm(x, (x.shape[-1],)),
+    "tanh": torch.tanh,
+    "softplus": lambda x: torch.nn.functional.softplus(x),
+}
+
+
+def _within_one_ulp(got, want):
+    """Both sides compute in fp32 (a few fp32 ulp apart) and round once: one 16-bit ulp at most."""
+    spacing = torch.finfo(want.dtype).eps * torch.maximum(want.float().abs(), torch.tensor(torch.finfo(want.dtype).tiny))
+    return bool(((got.float() - want.float()).abs() <= spacing * 1.01).all())
+
+
+def _lowered_16_bit(fn, x):
+    """``lowered`` for one 16-bit float input and result (numpy has no bfloat16: moved as bits)."""
+    gm = make_fx(fn, decomposition_table=decompositions(), tracing_mode="fake")(x)
+    (out,) = run_graph(from_fx(gm), x.float().numpy().astype(np.float32).astype(_NUMPY[x.dtype]))
+    return torch.from_numpy(np.asarray(out).view(np.int16).copy()).view(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", sorted(_HALF_OPS))
+def test_16_bit_float_ops_compute_in_fp32_and_round_once(name, dtype):
+    """fuzz-20: gelu(-4.0) of float16 was -0.0 (every step of torch-mlir's expansion rounded to
+    float16); CPU computes in fp32 and rounds once: -1.267e-4."""
+    fn = _HALF_OPS[name]
+    x = torch.tensor([[-4.0, -2.0, -1.0, -0.3, 0.0, 0.7, 1.3, 2.5, 5.0, 9.0]], dtype=dtype)
+    got = _lowered_16_bit(fn, x)
+    assert _within_one_ulp(got, fn(x)), (got, fn(x))
+
+
+def test_ops_that_round_once_lower_to_one_graph_op():
+    """What ROUNDS_ONCE promises: each of its pointwise ops on float16 is one computing graph op."""
+    from neuronxcc.frontend.fx_rewrites import ROUNDS_ONCE
+
+    aten = torch.ops.aten
+    x = torch.rand(3, 5, dtype=torch.float16) + 0.5
+    moving = {"convert", "broadcast_in_dim", "constant", "reshape", "transpose", "copy", "select", "compare"}
+    for name in sorted(ROUNDS_ONCE):
+        op = getattr(aten, name).default if hasattr(getattr(aten, name), "default") else None
+        if op is None or torch.Tag.pointwise not in op.tags or name in ("clamp", "where", "masked_fill", "clone"):
+            continue  # clamp is max then min, where / masked_fill / clone move data: exact either way
+        required = [a for a in op._schema.arguments if not a.kwarg_only and not a.has_default_value()]
+        if any(a.type.kind() != "TensorType" for a in required):
+            continue  # a Scalar argument (clamp_max's bound)
+        arity = len(required)
+        gm = make_fx(lambda *t, op=op: op(*t), decomposition_table=decompositions(), tracing_mode="fake")(*[x] * arity)
+        computing = [n.op for n in from_fx(gm, [x] * arity).nodes if n.op not in moving]
+        assert len(computing) <= 1, (name, computing)

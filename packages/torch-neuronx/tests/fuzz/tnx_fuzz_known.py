@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 
-import torch
 from tnx_fuzz_ops import OPS
 from tnx_fuzz_programs import result_without_out
 
@@ -41,9 +40,6 @@ KNOWN_ISSUES = [
      lambda program, mode, m: m.kind == "error type" and mode != "compile"
      and "CPU raised RuntimeError: zero-dimensional tensor (at position 0) cannot be concatenated" in m.message
      and "neuron raised IndexError: " in m.message),
-    ("fuzz-20 - lowering: gelu of float16/bfloat16 computes in the 16-bit dtype (CPU: in fp32, rounded once)",
-     lambda program, mode, m: m.kind == "value" and _step_op(program, m) == "gelu"
-     and m.operands and m.operands[0].dtype in (torch.float16, torch.bfloat16)),
     ("fuzz-21 - torchcore: floor_divide_ of a smaller self resizes self to the broadcast shape (CPU raises)",
      lambda program, mode, m: m.kind == "missing error" and _step_op(program, m) == "floor_divide_"
      and "doesn't match the broadcast shape" in m.message),

@@ -30,6 +30,12 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   (the same values modulo 2**8).
 * negative advanced indices (``x[tensor([-1])]``, ``index_put``): wrapped by the dim's size, as
   CPU wraps them; torch-mlir gathers them as they are (an out-of-bounds launch).
+* float16 / bfloat16 ops torch-mlir expands into several StableHLO ops (``gelu``, ``asinh``,
+  ``_softmax``, ``mean``, ``var``...): each step was rounded to the 16-bit dtype, where CPU computes
+  the whole op in fp32 and rounds once (``gelu(-4.0)`` was -0.0, CPU -1.267e-4). They compute over
+  their operands converted to float32, and their results are converted back. Ops that lower to one
+  graph op (which computes in fp32 and rounds once) or only move data keep their dtype
+  (``ROUNDS_ONCE``).
 * comparisons (``eq`` ... ``ge``, with a number or a tensor) whose operands promote: torch-mlir
   converts a number to the tensor's dtype (``bool_x != -1`` compared ``x`` with ``True``) and of
   two tensors the narrower to the wider (uint8 vs int8 compared in int8). Both operands are
@@ -47,6 +53,17 @@ import operator
 from .errors import UnsupportedOp
 
 _INT64_MAX = 2**63 - 1
+# ATen ops (overload packets) that lower to one graph op, which computes in fp32 and rounds once,
+# or that only move data: a 16-bit float result of these is CPU's fp32 result rounded once. Every
+# other pointwise op, and the reductions of _COMPUTED_IN_FP32, computes in fp32 (``_in_fp32``).
+ROUNDS_ONCE = frozenset({
+    "abs", "add", "amax", "amin", "atan", "atan2", "ceil", "clamp", "clamp_max", "clamp_min", "clone", "cos", "cumsum",
+    "div", "erf", "exp", "expm1", "fill", "floor", "log", "log1p", "masked_fill", "maximum", "minimum", "mul", "neg",
+    "pow", "prod", "reciprocal", "relu", "round", "rsqrt", "sigmoid", "sin", "sqrt", "sub", "sum", "tan", "tanh",
+    "where"})
+_COMPUTED_IN_FP32 = frozenset({"_softmax", "_log_softmax", "mean", "var", "std", "var_mean", "std_mean", "logsumexp",
+                               "native_layer_norm", "norm", "linalg_vector_norm"})
+_HALF_NAMES = ("float16", "bfloat16")
 _UNSIGNED_NAMES = ("uint8", "uint16", "uint32", "uint64")
 
 
@@ -70,6 +87,7 @@ def _rewrite(gm) -> None:
     bool_reductions = {aten.amax.default, aten.amin.default, aten.max.default, aten.min.default, aten.max.dim,
                        aten.min.dim}
     unsigned = {getattr(torch, name) for name in _UNSIGNED_NAMES if hasattr(torch, name)}
+    halves = {getattr(torch, name) for name in _HALF_NAMES}
     compares = {getattr(getattr(aten, name), overload) for name in ("eq", "ne", "lt", "le", "gt", "ge")
                 for overload in ("Scalar", "Tensor")}
     changed = _zero_size_results(gm.graph)
@@ -99,6 +117,8 @@ def _rewrite(gm) -> None:
             changed = True
         elif node.target in compares:
             changed |= _compare_in_result_dtype(gm.graph, node)
+        elif _rounds_per_step(node, halves):
+            changed |= _reduce_as(gm.graph, node, torch.float32, halves)
     changed |= _lift_dim_ops_over_0dim(gm.graph)
     if changed:
         gm.recompile()
@@ -296,18 +316,39 @@ def _zero_size_results(graph) -> bool:
     return changed
 
 
-def _reduce_as(graph, node, dtype) -> bool:
-    """``node`` run over its first operand converted to ``dtype``, its results that had the
-    original result dtype converted back (bool max/min; int8 cumsum, which keeps its ``dtype=``)."""
+def _rounds_per_step(node, halves) -> bool:
+    """Whether ``node`` is an ATen op on 16-bit floats that torch-mlir would round step by step."""
     import torch
 
-    x = node.args[0]
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    name = target.overloadpacket.__name__
+    if name in ROUNDS_ONCE or not (torch.Tag.pointwise in target.tags or name in _COMPUTED_IN_FP32):
+        return False
+    results = node.meta.get("val")
+    results = results if isinstance(results, (tuple, list)) else [results]
+    operands = [a.meta.get("val") for a in node.all_input_nodes]
+    return (any(getattr(r, "dtype", None) in halves for r in results)
+            and all(v.dtype in halves for v in operands if isinstance(v, torch.Tensor) and v.dtype.is_floating_point))
+
+
+def _reduce_as(graph, node, dtype, sources=None) -> bool:
+    """``node`` run over its first operand converted to ``dtype`` (or over each tensor operand of
+    a dtype in ``sources``), its results that had the original result dtype converted back (bool
+    max/min; int8 cumsum, which keeps its ``dtype=``; 16-bit float ops computed in fp32)."""
+    import torch
+
     results = [node] if isinstance(node.meta.get("val"), torch.Tensor) else [
         u for u in node.users if u.target is operator.getitem]
     wanted = {r: r.meta["val"].dtype for r in results}
+    converted = {}
     with graph.inserting_before(node):
-        converted = _call(graph, torch.ops.aten._to_copy.default, (x,), {"dtype": dtype}, like=node)
-    node.args = (converted, *node.args[1:])
+        for x in node.all_input_nodes if sources is not None else [node.args[0]]:
+            if sources is None or _dtype(x) in sources:
+                converted[x] = _call(graph, torch.ops.aten._to_copy.default, (x,), {"dtype": dtype}, like=node)
+    node.args = tuple(converted.get(a, a) if isinstance(a, torch.fx.Node) else a for a in node.args)
+    node.kwargs = {k: converted.get(a, a) if isinstance(a, torch.fx.Node) else a for k, a in node.kwargs.items()}
     if "dtype" in node.kwargs:
         node.kwargs = {**node.kwargs, "dtype": dtype}
     _recompute(node)
