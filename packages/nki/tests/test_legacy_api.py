@@ -435,3 +435,20 @@ def test_benchmark_profile_and_tensor_type_arguments(tmp_path):
         exp_kernel(tensor[[128, 64], nl.float32])
     with pytest.raises(new_nki.NkiError, match="absolute"):
         nki.profile(working_directory="relative/dir")
+
+
+def test_masked_dma_copy_moves_only_the_elements_the_mask_keeps():
+    """nisa.dma_copy(dst=..., src=..., mask=...) (legacy): rows past the end of x are not copied."""
+
+    @nki.jit
+    def tail_rows_by_dma(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        ix, iy = nl.arange(128)[:, None], nl.arange(x.shape[1])[None, :]
+        for i in nl.affine_range((x.shape[0] + 127) // 128):
+            t = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t[ix, iy], src=x[i * 128 + ix, iy], mask=(i * 128 + ix < x.shape[0]))
+            nisa.dma_copy(dst=out[i * 128 + ix, iy], src=t[ix, iy], mask=(i * 128 + ix < x.shape[0]))
+        return out
+
+    x = rand((200, 16), seed=8)
+    np.testing.assert_array_equal(tail_rows_by_dma(x), x)

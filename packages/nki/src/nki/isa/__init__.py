@@ -50,12 +50,14 @@ from .search import max8, nc_find_index8, nc_match_replace8, sequence_bounds  # 
 
 # --- data movement -----------------------------------------------------------------------------
 def dma_copy(dst: NkiTensor, src: NkiTensor, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown,
-             engine=engine.unknown, name=None):
+             engine=engine.unknown, name=None, mask=None):
+    """Copy by DMA; a legacy ``mask=`` restricts both sides to the elements it keeps."""
     mode = dge_mode.name if dge_mode.name != "unknown" else "none"
     trigger = _engine(engine, "sync")
     for operand, role in ((dst, "dst"), (src, "src")):
         if not isinstance(operand, NkiTensor):
             raise tracing.current().error("operand.type", f"{role} must be a tensor, got {type(operand).__name__}")
+    dst, src = apply_mask(mask, dst, src)
     return NkiInstruction(dma_move(dst, src, oob_mode=oob_mode.name, dge=mode, engine=trigger, name=name))
 
 
