@@ -29,7 +29,7 @@ def _launch_ms(fn) -> float:
     """The simulated device time of the NEFF launches ``fn`` makes, from their op records."""
     with op_records() as records:
         fn()
-    launches = [r for r in records if r.kind == "neff"]
+    launches = [r for r in records if r.task_kind == "neff"]
     assert launches, [r.name for r in records]
     return sum(r.end_ns - r.start_ns for r in launches) / 1e6
 

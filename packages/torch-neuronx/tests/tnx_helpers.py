@@ -67,18 +67,15 @@ def torch_neuronx_runtime():
 
 @contextlib.contextmanager
 def op_records():
-    """The op records (``torch_neuronx.execution.OpRecord``: name, kind, framework, simulated times)
+    """The op records (``neuron_sim.trace.OpRecord``: name, framework, task_kind, simulated times)
     of the work issued inside the block, which is settled on entry and exit."""
-    from torch_neuronx import execution
+    from neuron_sim.trace import RecordKind, TraceSession
 
     records: list = []
     torch.neuron.synchronize()
-    handle = execution.subscribe(records.append)
-    try:
+    with TraceSession(kinds=[RecordKind.OP], on_record=records.append):
         yield records
         torch.neuron.synchronize()
-    finally:
-        execution.unsubscribe(handle)
 
 
 # The announcement's NKI kernels, exactly as written (they return the output parameter).

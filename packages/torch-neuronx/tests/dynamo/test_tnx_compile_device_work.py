@@ -41,7 +41,7 @@ def test_compiled_train_step_draws_masks_on_host_and_updates_params_in_place():
     torch.testing.assert_close(torch.tensor(compiled), torch.tensor(eager), rtol=1e-5, atol=1e-5)
     for got, expected in zip(params, eager_params):
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)  # compiled fwd/bwd rounding
-    kinds = [(r.name, r.kind) for r in records]
+    kinds = [(r.name, r.task_kind) for r in records]
     assert not [k for k in kinds if k[1] == "cpu_fallback"], kinds  # no bernoulli_ through the fallback
     assert not [k for k in kinds if k[0] == "copy_d2d"], kinds  # no parameter/state copied back
     # One packed mask upload for the forward graph (the model's dropouts), one for the step's
@@ -70,7 +70,7 @@ def test_mutation_written_in_place_when_only_its_update_reads_the_old_value():
 
     (_, got, records), (_, expected, _) = _mutate(fn, torch.randn(4, 8), torch.randn(4, 8))
     torch.testing.assert_close(got, expected)
-    assert [r.name for r in records if r.kind == "copy"] == []
+    assert [r.name for r in records if r.task_kind == "copy"] == []
 
 
 def test_mutation_copied_in_when_another_output_reads_the_old_value():
@@ -82,7 +82,7 @@ def test_mutation_copied_in_when_another_output_reads_the_old_value():
     (got_out, got, records), (expected_out, expected, _) = _mutate(fn, torch.randn(4, 8), torch.randn(4, 8))
     torch.testing.assert_close(got_out, expected_out)
     torch.testing.assert_close(got, expected)
-    assert [r.name for r in records if r.kind == "copy"] == ["copy_d2d"]
+    assert [r.name for r in records if r.task_kind == "copy"] == ["copy_d2d"]
 
 
 def test_mutation_copied_in_when_the_update_is_not_elementwise():
@@ -91,7 +91,7 @@ def test_mutation_copied_in_when_the_update_is_not_elementwise():
 
     (_, got, records), (_, expected, _) = _mutate(fn, torch.randn(4, 8))
     torch.testing.assert_close(got, expected)
-    assert [r.name for r in records if r.kind == "copy"] == ["copy_d2d"]
+    assert [r.name for r in records if r.task_kind == "copy"] == ["copy_d2d"]
 
 
 def test_mutation_of_a_host_scalar_runs_on_the_host():

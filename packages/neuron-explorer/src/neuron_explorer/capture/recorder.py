@@ -1,6 +1,6 @@
-"""The recorder: subscribes to the runtime's trace sink and writes a capture session.
+"""The recorder: a trace session over the runtime's task records that writes a capture session.
 
-The sink calls subscribers on the thread that ran each task (a queue's worker, or a caller
+Records arrive on the thread that ran each task (a queue's worker, or a caller
 draining its queue), so the subscriber only filters and appends; a writer thread turns records
 into session files a few times a second. Programs and schedules are written once each (the first
 time a device-profiled execution uses them), so the cost per task stays one JSON line.
@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 from neuron_sim.runtime import RuntimeConfig, current_runtime
-from neuron_sim.trace import LaunchRecord, TraceSink, global_sink
+from neuron_sim.trace import RecordKind, TraceSession, TraceSink
 
 from ..errors import CaptureConfigError
 from ..session.writer import SessionWriter, new_session_dir
@@ -26,6 +26,8 @@ from .config import DEFAULT_OUTPUT_DIR, CaptureConfig
 from .host_samples import HostSampler
 
 FLUSH_SECONDS = 0.2
+# The runtime's task records; frameworks' op records (RecordKind.OP) are not part of this capture format yet.
+_TASK_KINDS = [kind for kind in RecordKind if kind != RecordKind.OP]
 _TASK_EVENTS = {"neff": ("nc_exec_running", "nrt_execute"), "copy": ("dmem_buf_copy",)}
 
 
@@ -44,14 +46,13 @@ class Recorder:
         self.output_dir = Path(output_dir if output_dir is not None else DEFAULT_OUTPUT_DIR)
         self.config = config if config is not None else CaptureConfig()
         self.display_name = display_name
-        self._sink = sink if sink is not None else global_sink()
+        self._session = TraceSession(kinds=_TASK_KINDS, on_record=self._collect, sink=sink)
         self._cores_available = cores_available
         self._lock = threading.Lock()
         self._pending: list[tuple] = []
         self._counts: collections.Counter = collections.Counter()
         self._dropped: collections.Counter = collections.Counter()
         self._executions: collections.Counter = collections.Counter()  # device-profile warm-up counting
-        self._handle: int | None = None
         self._writer: SessionWriter | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -64,7 +65,7 @@ class Recorder:
     def start(self, lazy: bool = False) -> Path | None:
         """Start capturing. With ``lazy`` the session directory is only made once there is something to
         record (a process that never uses the device leaves no empty session behind)."""
-        if self._handle is not None:
+        if self._session.active:
             raise RuntimeError(f"this recorder is already capturing into {self.session_dir}")
         if self._started:
             raise RuntimeError("a recorder captures one session; make a new Recorder for another")
@@ -74,7 +75,7 @@ class Recorder:
             self._open_session()
         self._thread = threading.Thread(target=self._write_loop, name="neuron-explorer capture writer", daemon=True)
         self._thread.start()
-        self._handle = self._sink.subscribe(self._collect)
+        self._session.start()
         return self.session_dir
 
     def _open_session(self) -> None:
@@ -90,10 +91,9 @@ class Recorder:
     def stop(self) -> Path | None:
         """Stop capturing and finish the session files; returns the session directory (None if a lazy
         recorder never recorded anything)."""
-        if self._handle is None:
+        if not self._session.active:
             raise RuntimeError("the recorder is not capturing")
-        self._sink.unsubscribe(self._handle)
-        self._handle = None
+        self._session.stop()
         self._stop.set()
         self._thread.join()
         stats = {"recorded_per_nc": {str(k): v for k, v in sorted(self._counts.items())},
@@ -112,20 +112,18 @@ class Recorder:
 
     @property
     def capturing(self) -> bool:
-        return self._handle is not None
+        return self._session.active
 
     def __enter__(self) -> Recorder:
         self.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._handle is not None:
+        if self._session.active:
             self.stop()
 
     # --- the subscriber (runs on the runtime's threads) ------------------------------------
     def _collect(self, record) -> None:
-        if not isinstance(record, LaunchRecord):  # frameworks' OpRecords: not part of this capture format yet
-            return
         core = record.core_id if record.core_id is not None else record.device
         cores = self.config.cores
         if cores is not None and core not in cores:

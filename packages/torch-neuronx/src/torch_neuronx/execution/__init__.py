@@ -14,14 +14,20 @@ queues, and one point where each launch is published as an op-level record:
                           context="copy [4, 8] host -> neuron:0", framework="copy")
     execution.host_view(x)                           # a CPU tensor over x's device memory
     execution.check_readable(x)                      # before a host read: a failed launch's error, not garbage
-    handle = execution.subscribe(records.append)     # OpRecord per launch / host task, at submission
+
+Each launch and host task publishes a ``neuron_sim.trace.OpRecord`` (op or graph name, launch id,
+framework path, stream id, host and simulated times) on the submitting thread, to the trace
+sessions that listen:
+
+    with neuron_sim.trace.TraceSession(kinds=["op"]) as session:
+        y = x + 1
+    [r.name for r in session.records]                # ['aten::add']
 
 Work goes on the calling thread's current stream of the device unless a stream is given.
 """
 
 from .host import check_readable, device_bytes, device_span, host_storage_bytes, host_view, written_span
 from .launch import Buffer, launch_neff, mark_overwritten, queue, runtime, submit_host
-from .records import OpRecord, subscribe, unsubscribe
 
 __all__ = ["Buffer", "launch_neff", "submit_host", "mark_overwritten", "queue", "runtime", "host_view", "host_storage_bytes",
-           "device_bytes", "device_span", "written_span", "check_readable", "OpRecord", "subscribe", "unsubscribe"]
+           "device_bytes", "device_span", "written_span", "check_readable"]

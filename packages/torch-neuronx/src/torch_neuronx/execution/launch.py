@@ -5,11 +5,14 @@ A launch binds each named tensor of the program to device memory zero-copy - ``(
 with the memory a tensor, an untyped storage or a device address, from its first byte - queues
 the NEFF on the stream's runtime queue and returns the ``Submission`` (launch id, simulated start
 and end). Host work (CPU-fallback kernels, copies) runs in stream order with a modelled device
-time. Both publish an ``OpRecord`` when anyone subscribed.
+time. Both publish the op's record (``neuron_sim.trace.OpRecord``: name, launch id, framework
+path, stream, host and simulated times) with ``Queue.publish_op`` on the submitting thread, when a
+trace session listens (``neuron_sim.trace.TraceSession``).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 
 import torch
@@ -17,7 +20,6 @@ from neuron_sim.runtime import Queue, Runtime, Submission
 
 from ..device import state
 from .host import written_span
-from .records import SINK, OpRecord
 
 Buffer = tuple  # (torch.Tensor | torch.UntypedStorage | int address, nbytes)
 
@@ -52,13 +54,14 @@ def launch_neff(neff, buffers: Mapping[str, Buffer], *, device: torch.device | i
     index = device if type(device) is int else device.index
     stream_id = _stream_id(index, stream)
     q = bridge.queue(index, stream_id)
+    started = time.perf_counter_ns() if q.tracing else 0
     numpy_bytes = bridge.numpy_bytes
     bound = {}
     for n, (memory, nbytes) in buffers.items():
         bound[n] = numpy_bytes(memory if type(memory) is int else memory.data_ptr(), nbytes)
     submission = q.launch(neff, bound, name=name, context=context, executor=executor, not_before_ns=not_before_ns)
-    if SINK.enabled:
-        _publish(submission, "neff", framework, context, index, stream_id, q)
+    if started:
+        q.publish_op(name, submission, host_start_ns=started, context=context, framework=framework, stream_id=stream_id)
     return submission
 
 
@@ -72,10 +75,11 @@ def submit_host(fn: Callable[[], object] | None, *, device: torch.device | int, 
     index = device if type(device) is int else device.index
     stream_id = _stream_id(index, stream)
     q = state.bridge().queue(index, stream_id)
+    started = time.perf_counter_ns() if q.tracing else 0
     submission = q.submit(_no_host_work if fn is None else _host_task(fn), device_time_ns=device_time_ns, name=name, kind=kind,
                           context=context, reads=reads, writes=writes)
-    if SINK.enabled:
-        _publish(submission, kind, framework, context, index, stream_id, q)
+    if started:
+        q.publish_op(name, submission, host_start_ns=started, context=context, framework=framework, stream_id=stream_id)
     return submission
 
 
@@ -104,8 +108,3 @@ def _host_task(fn):
             fn()
 
     return task
-
-
-def _publish(submission: Submission, kind: str, framework: str, context: str, device: int, stream_id: int, q) -> None:
-    SINK.publish(OpRecord(submission.launch_id, submission.name, kind, framework, context, device, stream_id, q.name,
-                          submission.start_ns, submission.end_ns))

@@ -3,9 +3,10 @@
 A torch.profiler session that lists ``ProfilerActivity.PrivateUse1`` opens a capture window here
 when it starts recording (``start``) and closes it when it stops (``stop``). While it is open:
 
-* each op record the execution API publishes - on the thread that issued the launch or copy - is
-  tagged with the Kineto correlation id of the op that thread runs (read from the shim);
-* the runtime's launch records give each launch's simulated device time;
+* one trace session (``neuron_sim.trace.TraceSession``) receives the op records the execution API
+  publishes with ``Queue.publish_op`` - on the thread that issued the launch or copy, so each is
+  tagged with the Kineto correlation id of the op that thread runs (read from the shim) - and the
+  runtime's launch records, which give each launch's simulated device time;
 * with a ``NeuronConfig``, a neuron-explorer ``Recorder`` writes the capture session of the same
   steps (without one, nothing is written).
 
@@ -23,7 +24,7 @@ import time
 
 from neuron_explorer import Recorder
 from neuron_explorer.capture.recorder import task_events
-from neuron_sim.trace import global_sink
+from neuron_sim.trace import RecordKind, TraceSession
 
 from .. import _C, execution
 from ..device import hooks
@@ -42,7 +43,7 @@ class Window:
         self.recorder = None if config is None else Recorder(config.profile_output_dir, config.capture_config())
         self.issued: dict[int, tuple[int, int, int]] = {}  # launch id -> (correlation id, perf_counter_ns, thread) at issue
         self.launches: list = []  # the runtime's LaunchRecords
-        self.handles: list = []
+        self.session = TraceSession(on_record=self._receive)
         self.perf0, self.wall0 = time.perf_counter_ns(), time.time_ns()  # Kineto's events are on the wall clock
 
     def open(self) -> None:
@@ -51,20 +52,20 @@ class Window:
         _settle()
         if self.recorder is not None:
             self.config.add_session(self.recorder.start())
-        self.handles = [(global_sink(), global_sink().subscribe(self.launches.append)),
-                        (execution, execution.subscribe(self._issued))]
+        self.session.start()
 
-    def _issued(self, record) -> None:
-        # Runs on the thread that submitted the work, inside the op that did: its correlation id is current.
-        # Only the launch id is read, which every op record has (None: the op launched nothing).
-        if record.launch_id is None:
+    def _receive(self, record) -> None:
+        if record.kind != RecordKind.OP:
+            self.launches.append(record)  # a finished task, on the thread that ran it
             return
-        self.issued[record.launch_id] = (_C._profiler.correlation_id(), time.perf_counter_ns(), threading.get_native_id())
+        # An op record arrives on the thread that submitted the work, inside the op that did: its
+        # correlation id is current. None as launch id: the op launched nothing.
+        if record.launch_id is not None:
+            self.issued[record.launch_id] = (_C._profiler.correlation_id(), record.host_end_ns, threading.get_native_id())
 
     def close(self) -> None:
         _settle()  # the window's work has run and published its records
-        for owner, handle in self.handles:
-            owner.unsubscribe(handle)
+        self.session.stop()
         if self.recorder is not None:
             self.recorder.stop()
 
