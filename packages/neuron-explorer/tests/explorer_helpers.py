@@ -92,7 +92,7 @@ def mixed_run(out: Path) -> MixedRun:
     programs = {
         "matmul": tiled_matmul(256, 256, 512, dtype="float32", arch=ARCH),
         "scale_add": nki_program(kernels.scale_add, a, a),
-        "matmul_kernel": nki_program(kernels.matmul_kernel, lhsT, rhs),
+        "matmul_relu": nki_program(kernels.matmul_relu, lhsT, rhs),
         "chain": chain_program(),
         "semaphores": semaphore_program(),
     }
@@ -106,8 +106,8 @@ def mixed_run(out: Path) -> MixedRun:
         q0.launch(programs["scale_add"], buffers_for(programs["scale_add"]), name="scale_add", context="NKI kernel scale_add")
         q0.launch(programs["chain"], buffers_for(programs["chain"]), name="aten::exp")
         q0.submit(lambda: None, name="aten::nonzero", context="aten::nonzero (CPU fallback)")
-        q1.launch(programs["matmul_kernel"], buffers_for(programs["matmul_kernel"]), name="matmul_kernel",
-                  context="NKI kernel matmul_kernel")
+        q1.launch(programs["matmul_relu"], buffers_for(programs["matmul_relu"]), name="matmul_relu",
+                  context="NKI kernel matmul_relu")
         q1.launch(programs["semaphores"], buffers_for(programs["semaphores"]), name="aten::add")
 
     recorder = capture(out, work)

@@ -19,18 +19,17 @@ def scale_add(a_input, b_input):
 
 
 @nki.jit
-def matmul_kernel(lhsT, rhs):
+def matmul_relu(lhsT, rhs):
+    """relu(lhsT.T @ rhs): every K tile is loaded before the first matmul (the DMA queues run ahead
+    of TensorE), the tiles accumulate in one PSUM bank, and ScalarE applies relu on the way out."""
     K, M = lhsT.shape
-    _, N = rhs.shape
-    result = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    N = rhs.shape[1]
+    tiles = [(nl.load(lhsT[k * 128:(k + 1) * 128, :]), nl.load(rhs[k * 128:(k + 1) * 128, :])) for k in range(K // 128)]
     acc = nl.ndarray((M, N), nl.float32, buffer=nl.psum)
-    for k in range(K // 128):
-        a = nl.ndarray((128, M), lhsT.dtype, buffer=nl.sbuf)
-        b = nl.ndarray((128, N), rhs.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=a, src=lhsT[k * 128:(k + 1) * 128, :])
-        nisa.dma_copy(dst=b, src=rhs[k * 128:(k + 1) * 128, :])
-        nisa.nc_matmul(dst=acc, stationary=a, moving=b, accumulate=k > 0)
-    res = nl.ndarray((M, N), nl.float32, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=res, src=acc)
-    nisa.dma_copy(dst=result, src=res)
-    return result
+    for k, (stationary, moving) in enumerate(tiles):
+        nisa.nc_matmul(dst=acc, stationary=stationary, moving=moving, accumulate=k > 0)
+    activated = nl.ndarray((M, N), nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=activated, op=nl.relu, data=acc)
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=activated)
+    return out

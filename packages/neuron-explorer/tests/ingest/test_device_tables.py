@@ -17,7 +17,7 @@ def _launch_of(profile, name):
 
 
 @pytest.mark.parametrize("op, program", [("aten::mm", "matmul"), ("scale_add", "scale_add"), ("aten::exp", "chain"),
-                                         ("matmul_kernel", "matmul_kernel"), ("aten::add", "semaphores")])
+                                         ("matmul_relu", "matmul_relu"), ("aten::add", "semaphores")])
 def test_instruction_rows_are_the_schedule_shifted_to_the_execution(mixed_session, mixed_profile, op, program):
     ex = _launch_of(mixed_profile, op)
     timing = estimate(mixed_session.programs[program], ARCH)
@@ -148,7 +148,7 @@ def test_sbuf_occupancy_follows_each_tiles_first_write_and_last_access(mixed_pro
 
 
 def test_psum_occupancy_is_per_bank(mixed_profile):
-    ex = _launch_of(mixed_profile, "matmul_kernel")
+    ex = _launch_of(mixed_profile, "matmul_relu")
     usage = mixed_profile.table("PsumUsage", filters=[("launch_id", "=", ex["launch_id"])]).to_pylist()
     peak = max(usage, key=lambda u: u["avg_util_percent"])
     banks = [peak[f"bank_{b}_util_percent"] for b in range(8)]

@@ -55,7 +55,7 @@ def test_framework_nodes_roll_up_ops_and_the_programs_they_launched(mixed_profil
     nodes = {r["id"]: r for r in mixed_profile.table("FrameworkNode").to_pylist()}
     executions = [r for r in mixed_profile.table("ExecutionInfo").to_pylist() if r["kind"] == "neff"]
     ops = {n["node_name"]: n for n in nodes.values() if n["level"] == "op"}
-    assert set(ops) == {"aten::mm", "scale_add", "aten::exp", "matmul_kernel", "aten::add"}
+    assert set(ops) == {"aten::mm", "scale_add", "aten::exp", "matmul_relu", "aten::add"}
     mm = ops["aten::mm"]
     launches = [e for e in executions if e["name"] == "aten::mm"]
     assert mm["launch_count"] == 2
