@@ -1,9 +1,9 @@
 """The recorder: a trace session over the runtime's task records that writes a capture session.
 
-Records arrive on the thread that ran each task (a queue's worker, or a caller
-draining its queue), so the subscriber only filters and appends; a writer thread turns records
-into session files a few times a second. Programs and schedules are written once each (the first
-time a device-profiled execution uses them), so the cost per task stays one JSON line.
+Records arrive on the thread that ran each task (a queue's worker, or a caller draining its
+queue), so the subscriber only filters and appends; a writer thread turns records into the system
+trace a few times a second, one JSON line per task. The programs and schedules device-profiled
+executions used are written once each when the capture stops (see ``session.writer``).
 
     with Recorder("./output", CaptureConfig(device_profile="session")) as rec:
         ...                         # anything that launches work on the software NeuronCore
@@ -181,7 +181,7 @@ def task_events(kind: str) -> tuple[str, ...]:
 
 
 def task_line(record, core: int, thread_id: int, events: list[str], profiled: bool, writer: SessionWriter) -> dict:
-    """The system-trace line of one task record (writing its NEFF and schedule if it is device-profiled)."""
+    """The system-trace line of one task record (naming its NEFF and schedule if it is device-profiled)."""
     line = {
         "type": "task", "launch_id": record.launch_id, "device": record.device, "nc": core, "queue": record.queue,
         "kind": record.kind, "name": record.name, "context": record.context, "start_ns": record.start_ns,

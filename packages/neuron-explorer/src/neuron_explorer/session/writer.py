@@ -2,14 +2,18 @@
 
 Each distinct program is written once as a NEFF and each distinct schedule (a ``TimingResult``,
 shared by every launch of a program) once as device-trace Parquet files; executions only refer to
-them, so a long run costs one short JSON line per task. The writer is not thread-safe: the
-recorder calls it from its one writer thread.
+them, so a long run costs one short JSON line per task. The NEFFs and device traces are written
+when the session closes: serializing a program, computing its instruction-level schedule and
+writing its Parquet files take tens of milliseconds each, and done while the profiled steps run
+they competed with the steps for the host's cores and the GIL (a profiled eager training step
+meets hundreds of new programs). The writer keeps only references to the programs and schedules
+(which the runtime's caches hold anyway). It is not thread-safe: the recorder calls it from its
+one writer thread, and closes it after that thread stopped.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
@@ -32,7 +36,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def neff_file_stem(program_name: str) -> str:
-    """The start of the session file name of a program's NEFF (the rest is a digest of its bytes)."""
+    """The start of the session file name of a program's NEFF (the rest tells programs apart)."""
     return _UNSAFE.sub("_", program_name)[:80]
 
 
@@ -56,9 +60,10 @@ class SessionWriter:
     def __init__(self, path: Path, config: dict, display_name: str | None = None):
         self.path = Path(path)
         self._trace = open(self.path / layout.SYSTEM_TRACE_FILE, "a", encoding="utf-8")
-        self._neffs: dict[int, tuple[str, object]] = {}  # id(program) -> (file name, program)
+        # Named when first seen, written at close; the references keep id() from being reused.
+        self._neffs: dict[int, tuple[str, object, dict, dict | None]] = {}  # id(program) -> (file name, program, metadata, summary)
         self._neff_files: dict[str, dict] = {}
-        self._timings: dict[int, tuple[str, object]] = {}  # id(timing) -> (key, timing)
+        self._timings: dict[int, tuple[str, object, str]] = {}  # id(timing) -> (key, timing, its NEFF's file name)
         self._timing_info: dict[str, dict] = {}
         self._source_paths: set[str] = set()
         self.task_count = 0
@@ -86,42 +91,46 @@ class SessionWriter:
             self.task_count += len(lines)
 
     def neff_name(self, program, metadata: dict, timing_summary: dict | None) -> str:
-        """The NEFF file holding ``program``, written the first time it is seen."""
+        """The NEFF file that will hold ``program`` (written at close)."""
         known = self._neffs.get(id(program))
         if known is not None:
             return known[0]
-        data = Neff(program, timing_summary, dict(metadata or {})).to_bytes()
-        digest = hashlib.sha256(data).hexdigest()[:16]
-        name = f"{neff_file_stem(program.name)}_{digest}.neff"
-        target = self.path / layout.NEFF_DIR / name
-        if name not in self._neff_files:
-            target.parent.mkdir(exist_ok=True)
-            target.write_bytes(data)
-            self._neff_files[name] = {"program": program.name, "target": program.target,
-                                      "instructions": len(program.instructions)}
-            self._source_paths.update(loc.rpartition(":")[0] for loc in (i.location for i in program.instructions) if loc)
-        self._neffs[id(program)] = (name, program)  # the reference keeps id() from being reused
+        name = f"{neff_file_stem(program.name)}_{len(self._neffs)}.neff"
+        self._neffs[id(program)] = (name, program, metadata, timing_summary)
         return name
 
     def timing_key(self, timing, neff: str) -> str:
-        """The device-trace files of ``timing`` (a TimingResult), written the first time it is seen."""
+        """The device-trace files of ``timing`` (a TimingResult), written at close."""
         known = self._timings.get(id(timing))
         if known is not None:
             return known[0]
         key = f"timing_{len(self._timings)}"
+        self._timings[id(timing)] = (key, timing, neff)
+        return key
+
+    def _write_neff(self, name: str, program, metadata: dict, timing_summary: dict | None) -> None:
+        target = self.path / layout.NEFF_DIR / name
+        target.parent.mkdir(exist_ok=True)
+        target.write_bytes(Neff(program, timing_summary, dict(metadata or {})).to_bytes())
+        self._neff_files[name] = {"program": program.name, "target": program.target, "instructions": len(program.instructions)}
+        self._source_paths.update(loc.rpartition(":")[0] for loc in (i.location for i in program.instructions) if loc)
+
+    def _write_timing(self, key: str, timing, neff: str) -> None:
         (self.path / layout.DEVICE_DIR).mkdir(exist_ok=True)
         tables = device_tables(timing)
         for part, table in tables.items():
             pq.write_table(table.replace_schema_metadata({layout.PARQUET_FORMAT_KEY: SESSION_FORMAT_VERSION.encode()}),
                            self.path / layout.device_file(key, part), compression="zstd")
-        self._timings[id(timing)] = (key, timing)
         self._timing_info[key] = {"neff": neff, "total_ns": timing.total_ns,
                                   **{part: table.num_rows for part, table in tables.items()}}
-        return key
 
     # --- finishing -------------------------------------------------------------------------
     def close(self, stats: dict, capture_sources: bool = True) -> None:
         self._trace.close()
+        for name, program, metadata, summary in self._neffs.values():
+            self._write_neff(name, program, metadata, summary)
+        for key, timing, neff in self._timings.values():
+            self._write_timing(key, timing, neff)
         if capture_sources:
             self.info["sources"] = self._copy_sources()
         self.info.update(stopped_unix_ns=time.time_ns(), complete=True, tasks=self.task_count, neffs=self._neff_files,
