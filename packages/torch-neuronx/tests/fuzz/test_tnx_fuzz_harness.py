@@ -216,3 +216,10 @@ def test_programs_make_no_undefined_casts_through_out_tensors():
     assert not undefined_cast(OPS["sum_out"], into_int32, [torch.tensor([2.5, 1.0])])
     assert not undefined_cast(OPS["sum_out"], {**into_int32, "out_dtype": {"dtype": "float16"}}, [x])
     assert not undefined_cast(OPS["cumsum_out_into"], {"dim": 0}, [torch.tensor([-3, 7]), torch.zeros(2, dtype=torch.int8)])
+
+
+def test_logsumexp_check_of_an_empty_operand():
+    x = torch.empty(4, 0, 7)
+    for d in (0, 1):
+        want = x.logsumexp(d)
+        assert differences(want.clone(), want, "logsumexp", [x], {"dim": d}, lambda r, d=d: r.logsumexp(d)) is None

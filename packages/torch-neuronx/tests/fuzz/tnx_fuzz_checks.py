@@ -134,8 +134,8 @@ def _tol_log_softmax(want, operands, params, reval):
 def _tol_logsumexp(want, operands, params, reval):
     x = operands[0].double()
     d, n = _reduced(x, params)
-    m = x.amax(d) if x.dim() and x.numel() else x
     w = want.double().abs()
+    m = x.amax(d) if x.dim() and x.numel() else x if not x.dim() else torch.zeros_like(w)  # empty: -inf, exact
     return (torch.nan_to_num(m.abs(), nan=0.0, posinf=0.0) + w + 2 * n + 4) * EPS32 + _eps_out(want.dtype) * w
 
 
