@@ -316,3 +316,18 @@ def test_ops_that_round_once_lower_to_one_graph_op():
         gm = make_fx(lambda *t, op=op: op(*t), decomposition_table=decompositions(), tracing_mode="fake")(*[x] * arity)
         computing = [n.op for n in from_fx(gm, [x] * arity).nodes if n.op not in moving]
         assert len(computing) <= 1, (name, computing)
+
+
+_OUT_OF_RANGE = [-1.0, -1.5, -200.7, -300.0, 255.9, 256.0, 300.0, 2.5, -2.5, 0.5, 1e10, -1e10, 3e9, -2147483648.0,
+                 float("nan"), float("inf"), float("-inf")]
+
+
+@pytest.mark.parametrize("src", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("dst", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64], ids=str)
+def test_float_to_integer_conversions_wrap_as_cpu(src, dst):
+    """CPU truncates to int32 (int64 for int64; NaN and values out of range: its minimum) and wraps
+    to narrower integers: -1.0 -> 255 as uint8, 300.0 -> 44, 1e10 -> 0; the engines saturate."""
+    x = torch.tensor(_OUT_OF_RANGE).to(src)
+    gm = make_fx(lambda t: t.to(dst), decomposition_table=decompositions(), tracing_mode="fake")(x)
+    (got,) = run_graph(from_fx(gm), x.float().numpy().astype(_NUMPY.get(src, np.float32)))
+    assert torch.equal(torch.from_numpy(np.asarray(got)), x.to(dst)), (np.asarray(got).tolist(), x.to(dst).tolist())

@@ -120,6 +120,17 @@ def test_comparisons_whose_operands_promote(name, adaptive):
         torch_neuronx.set_adaptive_eager(False)
 
 
+@pytest.mark.parametrize("src", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_float_to_integer_conversions_wrap_as_cpu(src):
+    """CPU truncates to int32 (int64 for int64; NaN and out-of-range values: its minimum) and wraps
+    narrower integers: -1.0 -> 255 as uint8, 300.0 -> 44 and 1e10 -> 0."""
+    x = torch.tensor([-1.0, -1.5, -200.7, 255.9, 256.0, 300.0, 2.5, -2.5, 1e10, -1e10, 3e9,
+                      float("nan"), float("inf"), float("-inf")]).to(src)
+    for dst in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+        assert_equal(x.to("neuron").to(dst), x.to(dst))
+        assert_equal((x.to("neuron") * 1).to(dst), (x * 1).to(dst))
+
+
 def test_the_exact_executor_agrees():
     """The reproducers again with the ISA interpreted instruction by instruction."""
     code = """

@@ -132,3 +132,26 @@ def test_remainder_compiled_matches_cpu_bit_for_bit():
 
     for got, want in zip(_compiled(f, x), f(x)):
         assert_equal(got.view(torch.int32), want.view(torch.int32))
+
+
+@pytest.mark.parametrize("src", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_float_to_integer_conversions_wrap_as_cpu_compiled(src):
+    """CPU truncates to int32 (int64 for int64; NaN and out-of-range values: its minimum) and wraps
+    narrower integers: -1.0 -> 255 as uint8, 300.0 -> 44 and 1e10 -> 0; the engines' writes saturate."""
+    x = torch.tensor([-1.0, -1.5, -200.7, -300.0, 255.9, 256.0, 300.0, 2.5, -2.5, 1e10, -1e10, 3e9,
+                      float("nan"), float("inf"), float("-inf")]).to(src)
+    for dst in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+        assert_equal(_compiled(lambda t, dst=dst: t.to(dst), x), x.to(dst))
+
+
+@pytest.mark.parametrize(("values", "src", "dst"), [
+    ([300, -129, 255, 128, 2**31 - 1, -(2**31)], torch.int32, torch.int8),
+    ([300, -129, -1], torch.int32, torch.uint8),
+    ([70000, -40000], torch.int32, torch.int16),
+    ([2**31, 2**32 + 5, -(2**31) - 1, 2**40 + 7], torch.int64, torch.int32),
+    ([-1, 300, 2**40], torch.int64, torch.uint8),
+], ids=str)
+def test_integer_narrowing_wraps_as_cpu_compiled(values, src, dst):
+    x = torch.tensor(values, dtype=src)
+    assert_equal(_compiled(lambda t: t.to(dst), x), x.to(dst))
+    assert_equal(x.to("neuron").to(dst), x.to(dst))

@@ -36,6 +36,10 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   their operands converted to float32, and their results are converted back. Ops that lower to one
   graph op (which computes in fp32 and rounds once) or only move data keep their dtype
   (``ROUNDS_ONCE``).
+* float -> integer conversions (``_to_copy``, ``convert_element_type``): the NeuronCore's write
+  saturates; CPU converts to int64 (for int64) or int32 (for the rest) - NaN and values out of
+  that range become its minimum - and an 8- or 16-bit result wraps those bits (-1.0 -> 255 as
+  uint8, 300.0 -> 44, 1e10 -> 0). Written out as those steps, which the compiler lowers exactly.
 * comparisons (``eq`` ... ``ge``, with a number or a tensor) whose operands promote: torch-mlir
   converts a number to the tensor's dtype (``bool_x != -1`` compared ``x`` with ``True``) and of
   two tensors the narrower to the wider (uint8 vs int8 compared in int8). Both operands are
@@ -117,6 +121,8 @@ def _rewrite(gm) -> None:
             changed = True
         elif node.target in compares:
             changed |= _compare_in_result_dtype(gm.graph, node)
+        elif node.target in (aten._to_copy.default, torch.ops.prims.convert_element_type.default):
+            changed |= _float_to_integer_as_cpu(gm.graph, node)
         elif _rounds_per_step(node, halves):
             changed |= _reduce_as(gm.graph, node, torch.float32, halves)
     changed |= _lift_dim_ops_over_0dim(gm.graph)
@@ -362,6 +368,36 @@ def _reduce_as(graph, node, dtype, sources=None) -> bool:
             back = _narrowed(graph, r, wanted[r], like=node)
         for user in users:
             user.replace_input_with(r, back)
+    return True
+
+
+def _float_to_integer_as_cpu(graph, node) -> bool:
+    """A float -> integer conversion as CPU's: truncated to int64 or int32 (NaN and values out of
+    range: its minimum, x86's "integer indefinite"), then wrapped to a narrower integer."""
+    import torch
+
+    x, src, dst = node.args[0], _dtype(node.args[0]), _dtype(node)
+    if (src is None or dst is None or not src.is_floating_point or src == torch.float64 or dst.is_floating_point
+            or dst in (torch.bool, torch.uint16, torch.uint32, torch.uint64) or len(node.args) != (
+            1 if node.target is torch.ops.aten._to_copy.default else 2)):
+        return False
+    aten = torch.ops.aten
+    wide = torch.int64 if dst == torch.int64 else torch.int32
+    limit = float(2 ** (63 if wide == torch.int64 else 31))
+    with graph.inserting_before(node):
+        f = _call(graph, aten._to_copy.default, (x,), {"dtype": torch.float32}, like=node) if src != torch.float32 else x
+        out_of_range = _call(graph, aten.logical_or.default, (
+            _call(graph, aten.isnan.default, (f,), like=node),
+            _call(graph, aten.logical_or.default, (_call(graph, aten.ge.Scalar, (f, limit), like=node),
+                                                    _call(graph, aten.lt.Scalar, (f, -limit), like=node)), like=node)),
+            like=node)
+        inside = _call(graph, aten.masked_fill.Scalar, (f, out_of_range, 0.0), like=node)
+        converted = _call(graph, aten._to_copy.default, (inside,), {"dtype": wide}, like=node)
+        converted = _call(graph, aten.masked_fill.Scalar, (converted, out_of_range, -int(limit)), like=node)
+        if dst != wide:
+            converted = _call(graph, aten._to_copy.default, (converted,), {"dtype": dst}, like=node)
+    node.replace_all_uses_with(converted)
+    graph.erase_node(node)
     return True
 
 
