@@ -14,6 +14,7 @@ import torch
 from neuronxcc.compiler import INEXACT_INTEGER, CompileError
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from ..ops import stand_ins
 from ..ops.fallback import as_cpu_kernel_returns
 from ..ops.schema import argument, arguments_by_name, mutated_arguments, with_argument
 from .dtypes import NotLowerable, sim_dtype
@@ -21,6 +22,11 @@ from .empty import EmptyOperand
 from .entry import CompiledNeff, OutputSpec
 from .tracing import dense_permutation, graph_for, is_row_major, row_major_strides, storage_span
 from .variants import RUNTIME_SCALARS, functional_variant
+
+
+class CpuRefuses(NotLowerable):
+    """CPU's kernel refuses this call's arguments (on stand-ins of any values): the call runs on
+    CPU at once, which raises CPU's error at the call."""
 
 
 def _meta(x):
@@ -53,9 +59,15 @@ class _HostScalar:
         return torch.full((), self.value, dtype=self.dtype)
 
 
-def _meta_tree(value):
+def _meta_tree(value, made: dict):
+    """``value`` for the meta kernel: one meta tensor per tensor object, so the meta kernel sees
+    the call's aliasing (an out= tensor that is also an input)."""
     if isinstance(value, (list, tuple)):
-        return type(value)(_meta(v) for v in value)
+        return type(value)(_meta_tree(v, made) for v in value)
+    if isinstance(value, torch.Tensor):
+        if id(value) not in made:
+            made[id(value)] = _meta(value)
+        return made[id(value)]
     return _meta(value)
 
 
@@ -75,21 +87,25 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     positions = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor) and x.device.type != "cpu"]
     specs = [(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
 
-    _probe_cpu_dtype_support(op, args, kwargs, specs)
-    meta_args = tuple(_meta_tree(a) for a in args)
-    meta_kwargs = {n: _meta_tree(v) for n, v in kwargs.items()}
-    if runtime is not None:  # the meta kernel takes a number where the call holds a 0-d input
+    made: dict = {}
+    meta_args = tuple(_meta_tree(a, made) for a in args)
+    meta_kwargs = {n: _meta_tree(v, made) for n, v in kwargs.items()}
+    # CPU's kernel takes the number where the call holds a 0-d input, as the meta kernel does
+    cpu_args, cpu_kwargs = (args, kwargs) if runtime is None else with_argument(op, args, kwargs, runtime[0], 1.0)
+    if runtime is not None:
         meta_args, meta_kwargs = with_argument(op, meta_args, meta_kwargs, runtime[0], 1.0)
     try:
-        meta_result = op(*meta_args, **meta_kwargs)  # out= tensors are resized here, as CPU would
-    except (NotImplementedError, RuntimeError) as err:
-        if "meta" in str(err).lower() or "data-dependent" in str(err):
+        meta_result = op(*meta_args, **meta_kwargs)  # out= tensors are resized here
+    except (NotImplementedError, RuntimeError, IndexError, ValueError) as err:
+        if _cpu_checks(op, cpu_args, cpu_kwargs, 0) is not None or "meta" in str(err).lower() or "data-dependent" in str(err):
+            # CPU's kernel accepts the call: the meta kernel is what fails
             raise NotLowerable(f"{op} has no usable meta kernel: {str(err).splitlines()[0]}") from None
         raise  # the op's own argument checks, reported at the call as CPU does
+    cpu = _cpu_checks(op, cpu_args, cpu_kwargs, sum(_nbytes(x) for x in tree_flatten(meta_result)[0]))
     meta_result = as_cpu_kernel_returns(op, args, kwargs, meta_result)  # where CPU's kernel differs from meta
     _, out_spec = tree_flatten(meta_result)
-    if mutated:
-        by_name = arguments_by_name(op, meta_args, meta_kwargs)
+    if mutated:  # the written tensors as CPU's kernel left them (resized with CPU's strides)
+        by_name = arguments_by_name(op, *(cpu if cpu is not None else (meta_args, meta_kwargs)))
         produced, _ = tree_flatten([by_name[n] for n in mutated])
     else:
         produced, _ = tree_flatten(meta_result)
@@ -149,25 +165,17 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     )
 
 
-def _probe_cpu_dtype_support(op, args, kwargs, specs) -> None:
-    """Meta kernels accept dtypes the CPU kernels refuse (argmax of bool, ...). A call with a
-    tensor that is not float32 runs once on CPU zeros of its shapes first: if CPU refuses it, so
-    does the device - the call goes to CPU fallback, which raises CPU's own error."""
-    if all(dtype == torch.float32 for _, _, dtype in specs):
-        return
+def _nbytes(x) -> int:
+    return x.numel() * x.element_size() if isinstance(x, torch.Tensor) else 0
 
-    def zeros(x):
-        if isinstance(x, torch.Tensor):
-            return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype).zero_()
-        if isinstance(x, (list, tuple)):
-            return type(x)(zeros(v) for v in x)
-        if isinstance(x, torch.device):
-            return torch.device("cpu")
-        return x
 
+def _cpu_checks(op, args, kwargs, result_bytes: int):
+    """CPU's kernel over stand-ins of the call (``stand_ins.probe``): the stand-in arguments after
+    the call, or None if they and the ``result_bytes`` CPU's results take are too large to make. Raises CpuRefuses if CPU refuses the arguments - meta
+    kernels accept some that CPU refuses (a softmax dim out of range, whose lowering then ran for
+    minutes), raise other errors, or resize what CPU does not - and for dtypes CPU lacks (argmax
+    of bool)."""
     try:
-        op(*[zeros(a) for a in args], **{n: zeros(v) for n, v in kwargs.items()})
+        return stand_ins.probe(op, args, kwargs, result_bytes)
     except Exception as err:  # noqa: BLE001 - whatever CPU says, it says it for this signature
-        raise NotLowerable(f"{op} fails on CPU for these dtypes: {type(err).__name__}: {str(err).splitlines()[0][:200]}") from None
-
-
+        raise CpuRefuses(f"{op} fails on CPU for these arguments: {type(err).__name__}: {str(err).splitlines()[0][:200]}") from None

@@ -33,7 +33,7 @@ from ..execution import mark_overwritten
 from ..ops import fallback, overlap, tracking
 from ..ops.schema import OVERWRITES_SELF, argument, mutated_arguments, with_argument
 from . import adaptive
-from .build import build
+from .build import CpuRefuses, build
 from .cache import CACHE
 from .dtypes import NotLowerable
 from .empty import EmptyOperand, run_without_kernel
@@ -117,7 +117,10 @@ def neuron_kernel(op, *args, **kwargs):
     numbers = tuple(name for i, name in facts.tensor_args
                     if isinstance(args[i] if i < len(args) else kwargs.get(name), (bool, int, float)))
     if numbers:
-        scalar_op = scalar_overload(op, numbers)
+        # Not into an empty out= tensor: the Scalar forms of out= overloads (add.Scalar_out) are
+        # composites that resize it contiguous, where CPU's add.out gives it TensorIterator's layout.
+        resizes = facts.out_names and any(t.numel() == 0 for t in facts.written_tensors(args, kwargs))
+        scalar_op = None if resizes else scalar_overload(op, numbers)
         if scalar_op is not None:
             return neuron_kernel(scalar_op, *args, **kwargs)
         # No Scalar overload (mul.out): a host 0-dim tensor promotes as the number does.
@@ -150,6 +153,9 @@ def neuron_kernel(op, *args, **kwargs):
             entry.context = _describe(op, tensors)
     if isinstance(entry, EmptyOperand):
         return _without_kernel(op, facts, args, kwargs)
+    if isinstance(entry, CpuRefuses):  # CPU's kernel, now: its error at the call
+        tracking.note_fallback_reason(facts.name, str(entry))
+        return fallback.cpu_fallback_at_once(op, *args, **kwargs)
     if isinstance(entry, NotLowerable):
         tracking.note_fallback_reason(facts.name, str(entry))
         return fallback.cpu_fallback(op, *args, **kwargs)
@@ -279,11 +285,14 @@ def _build(op, args, kwargs, tensors, arch):
 
 
 def _resize_outs(entry, targets) -> bool:
-    """Resize out= tensors whose shape is not the result's, as CPU kernels do."""
+    """Resize out= tensors whose shape is not the result's, with the result's strides, as CPU
+    kernels do."""
     resized = False
     for target, spec in zip(targets, entry.outputs):
         if tuple(target.shape) != spec.shape:
             target.resize_(spec.shape)
+            if target.stride() != spec.strides:
+                target.as_strided_(spec.shape, spec.strides)
             resized = True
     return resized
 

@@ -13,9 +13,10 @@ through the CPU fallback instead.
 from __future__ import annotations
 
 import torch
-from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from ..ops.schema import mutated_arguments
+from ..ops.stand_ins import resize_as, stand_ins
 from .dtypes import NotLowerable
 
 
@@ -23,30 +24,21 @@ class EmptyOperand(NotLowerable):
     """A neuron tensor operand (or result) holds no elements."""
 
 
-def _stand_in(x):
-    if isinstance(x, torch.Tensor) and x.device.type == "neuron":
-        return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype)
-    if isinstance(x, torch.device) and x.type == "neuron":
-        return torch.device("cpu")
-    return x
-
-
 def run_without_kernel(op, args, kwargs, targets: list[torch.Tensor] | None, device: torch.device):
     """The results of ``op`` if all of them are empty, else raise NotLowerable."""
     operands = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor)]
     if any(x.numel() and not (x.is_floating_point() or x.dtype == torch.bool) for x in operands):
         raise NotLowerable("integer operands of an op over an empty tensor (index bounds are checked by CPU's kernel)")
-    cpu_args, cpu_kwargs = tree_map(_stand_in, (args, kwargs))
+    cpu_args, cpu_kwargs = stand_ins(args, kwargs)  # one per tensor: an out= tensor that is an input too is not resized
     result = op(*cpu_args, **cpu_kwargs)  # CPU's own errors (a dtype it lacks...) propagate as they are
     leaves, spec = tree_flatten(result)
     if any(isinstance(x, torch.Tensor) and x.numel() for x in leaves):
         raise NotLowerable("values computed from an empty tensor (a reduction over an empty dim)")
     if mutated_arguments(op):  # in place or out=: the written tensors are the results, resized as CPU's were
-        written = [x for x in tree_flatten((cpu_args, cpu_kwargs))[0] if isinstance(x, torch.Tensor)]
-        by_identity = {id(x) for x in leaves if isinstance(x, torch.Tensor)}
-        for target, cpu in zip(targets, [x for x in written if id(x) in by_identity]):
-            if target.shape != cpu.shape:
-                target.resize_(cpu.shape)
+        written = {id(x): x for x in tree_flatten((cpu_args, cpu_kwargs))[0] if isinstance(x, torch.Tensor)}
+        by_identity = [id(x) for x in leaves if isinstance(x, torch.Tensor)]
+        for target, cpu in zip(targets, [written[i] for i in dict.fromkeys(by_identity) if i in written]):
+            resize_as(target, cpu)
         return targets[0] if len(targets) == 1 else tuple(targets)
     made = [torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=device) if isinstance(x, torch.Tensor) else x
             for x in leaves]

@@ -19,7 +19,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from ..device import state as _state
 from ..execution import check_readable, device_span, host_view, queue, submit_host, written_span
-from . import costs, overlap, tracking
+from . import costs, overlap, stand_ins, tracking
 from .generators import HostRng, generator_for
 from .host import is_neuron
 from .schema import OVERWRITES_SELF, arguments_by_name, mutated_arguments
@@ -162,6 +162,16 @@ def _rewrap_numbers(op, args, kwargs):
 
 def cpu_fallback(op, *args, **kwargs):
     """The boxed fallback kernel for every ATen op without a neuron kernel."""
+    return _fallback(op, args, kwargs, at_once=False)
+
+
+def cpu_fallback_at_once(op, *args, **kwargs):
+    """The fallback, run on CPU at the call (after the work queued before it): for calls whose
+    arguments CPU's kernel refuses, so its error is raised at the call, as CPU raises it."""
+    return _fallback(op, args, kwargs, at_once=True)
+
+
+def _fallback(op, args, kwargs, at_once: bool):
     args, kwargs = _rewrap_numbers(op, args, kwargs)
     flat, spec = tree_flatten((args, kwargs))
     name = _op_name(op)
@@ -172,7 +182,7 @@ def cpu_fallback(op, *args, **kwargs):
     returns = op._schema.returns
     if any(r.alias_info is not None and not r.alias_info.is_write for r in returns):
         return _run_view(op, flat, spec)
-    if name in SYNC_OPS or op in NOT_META or _draws_random(op, args, kwargs):
+    if at_once or name in SYNC_OPS or op in NOT_META or _draws_random(op, args, kwargs):
         # Random ops run now, in program order: a queued one read its generator's state when the
         # stream reached it, so ``g.manual_seed()`` / ``set_state`` / another random op issued
         # after it but run before it changed its numbers (a race: non-reproducible dropout).
@@ -200,7 +210,17 @@ def cpu_fallback(op, *args, **kwargs):
     if _has_non_tensor(meta_out):
         NOT_META.add(op)
         return _run_now(op, flat, spec, device)
-    return _run_async(op, flat, spec, device, as_cpu_kernel_returns(op, args, kwargs, meta_out))
+    layouts = None
+    if any(is_neuron(x) and m.shape != x.shape for x, m in zip(flat, meta_flat)):
+        # The meta kernel resized a written tensor: CPU's kernel says whether it may (never the
+        # self of an in-place op, nor an out= tensor that is also an input) and with which strides.
+        try:
+            probed = stand_ins.probe(op, args, kwargs)
+        except Exception:  # noqa: BLE001 - CPU refuses the arguments: its error, at the call
+            return _run_now(op, flat, spec, device)
+        if probed is not None:
+            layouts = {id(x): c for x, c in zip(flat, tree_flatten(probed)[0]) if is_neuron(x)}
+    return _run_async(op, flat, spec, device, as_cpu_kernel_returns(op, args, kwargs, meta_out), layouts)
 
 
 def writes_overlapping_memory(op, args, kwargs) -> bool:
@@ -275,7 +295,9 @@ def _written_inputs(op, args_flat_by_name):
     return written
 
 
-def _run_async(op, flat, spec, device, meta_out):
+def _run_async(op, flat, spec, device, meta_out, layouts: dict | None = None):
+    """Queue ``op`` on CPU over host views; ``layouts``: CPU stand-ins of the written tensors the
+    call resizes, by id (None: resize to the meta kernel's shapes, contiguous)."""
     args, kwargs = tree_unflatten(flat, spec)
     by_name = arguments_by_name(op, args, kwargs)
     written = _written_inputs(op, by_name)
@@ -295,7 +317,10 @@ def _run_async(op, flat, spec, device, meta_out):
         if isinstance(target, (list, tuple)):
             target = None  # list outputs aliasing list inputs are handled by position below
         if target is not None and is_neuron(target):
-            if tuple(target.shape) != tuple(meta.shape):
+            like = layouts.get(id(target)) if layouts else None
+            if like is not None:
+                stand_ins.resize_as(target, like)
+            elif tuple(target.shape) != tuple(meta.shape):
                 target.resize_(meta.shape)
             results.append(target)
         else:

@@ -32,7 +32,7 @@ def record(name: str, fallback: bool) -> None:
         else:
             first = False
     if first:
-        warnings.warn(f"Operator '{name}' executed via CPU fallback", NeuronFallbackWarning, stacklevel=3)
+        warnings.warn(f"Operator '{name}' executed via CPU fallback", NeuronFallbackWarning, stacklevel=4)  # record <- _fallback <- cpu_fallback*
 
 
 def note_fallback_reason(name: str, reason: str) -> None:

@@ -1,0 +1,74 @@
+"""CPU's kernel over stand-ins of a call's operands: what CPU says of the arguments, without the data.
+
+Meta kernels do not always agree with CPU's kernels: they accept what CPU refuses (softmax over a
+dim a 1-d tensor lacks - the device then lowered it for minutes), raise another error first
+(``cat`` of 0-d tensors: IndexError, CPU RuntimeError), resize the tensor an in-place op writes
+(``floor_divide_`` of a smaller ``self``) or an ``out=`` tensor that is also an input, and give a
+resized ``out=`` tensor other strides than TensorIterator (``exp`` of a transposed tensor into an
+empty ``out=``). CPU's kernel run over stand-ins - CPU tensors of the operands' shapes, strides and
+dtypes - makes CPU's own checks, and resizes the written stand-ins as CPU resizes written tensors.
+A tensor the call passes twice gets one stand-in, so CPU sees the aliasing the call has.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from .host import is_neuron
+
+# Stand-ins of more bytes than this are not made: the call is left to the meta kernel's checks
+# (a probe allocates host memory as large as the operands).
+PROBE_MAX_BYTES = 256 << 20
+
+
+def stand_ins(args, kwargs, fill: int | None = None):
+    """``args, kwargs`` with each neuron tensor replaced by a CPU tensor of its shape, strides and
+    dtype (one per tensor object), holding ``fill`` (None: uninitialized), and neuron devices by
+    the CPU."""
+    flat, spec = tree_flatten((args, kwargs))
+    made: dict[int, torch.Tensor] = {}
+    out = []
+    for x in flat:
+        if is_neuron(x):
+            stand_in = made.get(id(x))
+            if stand_in is None:
+                stand_in = made[id(x)] = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype)
+                if fill is not None:
+                    stand_in.fill_(fill)
+            x = stand_in
+        elif isinstance(x, torch.device) and x.type == "neuron":
+            x = torch.device("cpu")
+        out.append(x)
+    return tree_unflatten(out, spec)
+
+
+def probe(op, args, kwargs, result_bytes: int = 0):
+    """Run ``op`` on CPU over stand-ins of the call's neuron tensors holding zeros, or ones if CPU
+    refuses zeros (an integer division): CPU's error if it refuses both. Returns the stand-in
+    ``(args, kwargs)`` after the call - the written ones resized as CPU resized them - or None if
+    the stand-ins and the ``result_bytes`` of CPU's results would exceed ``PROBE_MAX_BYTES``."""
+    tensors = {id(x): x for x in tree_flatten((args, kwargs))[0] if is_neuron(x)}
+    if result_bytes + sum(_storage_bytes(t) for t in tensors.values()) > PROBE_MAX_BYTES:
+        return None
+    try:
+        cpu_args, cpu_kwargs = stand_ins(args, kwargs, fill=0)
+        op(*cpu_args, **cpu_kwargs)
+    except Exception:  # noqa: BLE001 - the values may be what CPU refuses: try other ones
+        cpu_args, cpu_kwargs = stand_ins(args, kwargs, fill=1)
+        op(*cpu_args, **cpu_kwargs)  # CPU refuses these arguments whatever their values: its error
+    return cpu_args, cpu_kwargs
+
+
+def resize_as(target: torch.Tensor, like: torch.Tensor) -> None:
+    """Resize ``target`` to ``like``'s shape and strides, as CPU's kernels resize a written tensor
+    (TensorIterator gives a resized ``out=`` tensor the layout of the result)."""
+    if target.shape != like.shape:
+        target.resize_(like.shape)
+    if target.stride() != like.stride() and like.numel() > 1:
+        target.as_strided_(like.shape, like.stride())
+
+
+def _storage_bytes(t: torch.Tensor) -> int:
+    extent = sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 1)
+    return (extent + 1) * t.element_size() if t.numel() else 0
