@@ -55,12 +55,12 @@ from .integer_ranges import (
     union,
     value_ranges,
 )
+from .lower.words64 import OPS as WORDS64_OPS  # what the 32-bit-word lowering computes
 
 INEXACT_INTEGER = "compile.inexact_integer"
 INTEGER_ALU_OPS = frozenset({"add", "subtract", "multiply", "maximum", "minimum", "abs", "negate", "square", "relu",
                              "sign", "compare"})
 INTEGER_ALU_DTYPES = ("int32", "uint32")
-WORDS64_OPS = frozenset({"add", "subtract", "maximum", "minimum", "compare", "select"})
 # Ops the graph defines exactly on integers (neuron_sim.graph.ops); every other op with integer
 # operands is defined through fp32 there, as the engines compute it.
 EXACT_INTEGER_OPS = frozenset(INTEGER_UNARY) | frozenset(INTEGER_BINARY) | {
