@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import nki
 import nki.language as nl
@@ -52,6 +53,27 @@ def assert_close_to_cpu(actual: torch.Tensor, expected: torch.Tensor, **override
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
     tol = TOLERANCES.get(expected.dtype, dict(rtol=0, atol=0)) | overrides
     torch.testing.assert_close(actual, expected, equal_nan=True, **tol)
+
+
+# A held stream waits for its block to end; this bounds the wait should a test never get there
+# (a generous bound: a compile under a loaded machine takes far longer than an idle one).
+HELD_STREAM_BOUND_S = 600
+
+
+@contextlib.contextmanager
+def held_stream(device: int | None = None):
+    """The current stream of ``device`` held by a host task for the block: work issued inside is
+    queued behind it, not run. Released when the block ends, also when it raises; yields the
+    ``threading.Event`` that releases it earlier."""
+    from torch_neuronx import execution
+
+    gate = threading.Event()
+    execution.queue(torch.neuron.current_device() if device is None else device).submit(
+        lambda: gate.wait(HELD_STREAM_BOUND_S), name="gate")
+    try:
+        yield gate
+    finally:
+        gate.set()
 
 
 def sim_now_ns(device: int = 0) -> float:

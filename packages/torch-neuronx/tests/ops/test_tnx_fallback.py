@@ -3,12 +3,9 @@ current stream as a CPU-fallback launch; shapes come from meta kernels at submis
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 import torch
-from tnx_helpers import assert_close_to_cpu, assert_equal, torch_neuronx_runtime
-from torch_neuronx import execution
+from tnx_helpers import assert_close_to_cpu, assert_equal, held_stream, torch_neuronx_runtime
 from torch_neuronx.ops import costs
 
 pytestmark = pytest.mark.usefixtures("fallback_only")  # compiled ops would take these calls
@@ -40,13 +37,11 @@ def test_ops_are_queued_as_cpu_fallback_launches():
 
 
 def test_submission_does_not_wait_for_the_device():
-    gate = threading.Event()
-    execution.queue(0).submit(lambda: gate.wait(30), name="gate")
-    x = torch.ones(8, 8, device="neuron")
-    y = (x @ x).relu()  # shapes known at submission from meta kernels
-    assert y.shape == (8, 8) and y.dtype == torch.float32 and y.device.type == "neuron"
-    assert not torch.neuron.current_stream().query()
-    gate.set()
+    with held_stream():
+        x = torch.ones(8, 8, device="neuron")
+        y = (x @ x).relu()  # shapes known at submission from meta kernels
+        assert y.shape == (8, 8) and y.dtype == torch.float32 and y.device.type == "neuron"
+        assert not torch.neuron.current_stream().query()
     assert_equal(y, torch.full((8, 8), 8.0))
 
 
@@ -97,12 +92,10 @@ def test_cpu_index_tensors_are_accepted_and_snapshotted():
     x = torch.arange(10.0, device="neuron")
     idx = torch.tensor([1, 3])
     x[x > 4]  # a boolean mask runs synchronously; it must not make integer indexing synchronous
-    gate = threading.Event()
-    execution.queue(0).submit(lambda: gate.wait(5), name="gate")
-    picked = x[idx]  # a CPU index into a neuron tensor, as with CUDA
-    assert not torch.neuron.current_stream().query()  # queued behind the gate, not run at once
-    idx.fill_(0)  # changed before the stream reaches the op: the op saw the old values
-    gate.set()
+    with held_stream():
+        picked = x[idx]  # a CPU index into a neuron tensor, as with CUDA
+        assert not torch.neuron.current_stream().query()  # queued behind the gate, not run at once
+        idx.fill_(0)  # changed before the stream reaches the op: the op saw the old values
     assert_equal(picked, torch.tensor([1.0, 3.0]))
     x[torch.tensor([0, 9])] = -1.0
     assert x.cpu().tolist()[0] == -1.0 and x.cpu().tolist()[9] == -1.0
@@ -123,11 +116,9 @@ def test_attention_matches_cpu_and_is_async_without_dropout():
     q = torch.randn(2, 4, 16, 8)
     qd = q.to("neuron")
     torch.neuron.synchronize()
-    gate = threading.Event()
-    execution.queue(0).submit(lambda: gate.wait(5), name="gate")
-    y = F.scaled_dot_product_attention(qd, qd, qd, is_causal=True)
-    assert not torch.neuron.current_stream().query()  # queued: no random draws to order
-    gate.set()
+    with held_stream():
+        y = F.scaled_dot_product_attention(qd, qd, qd, is_causal=True)
+        assert not torch.neuron.current_stream().query()  # queued: no random draws to order
     # neuron takes attention's math path (its matmuls and softmax compile for the NeuronCore).
     assert_close_to_cpu(y, F.scaled_dot_product_attention(q, q, q, is_causal=True))
     torch.manual_seed(0)
