@@ -3,19 +3,10 @@ stream, independence across streams, and cross-stream order only through events.
 
 from __future__ import annotations
 
-import threading
-
 import torch
 import torch_neuronx
-from tnx_helpers import assert_equal
+from tnx_helpers import assert_equal, gate_stream
 from torch_neuronx import execution
-
-
-def _gate_current_stream() -> threading.Event:
-    """Hold the current stream until the returned event is set (a task waiting on the host)."""
-    gate = threading.Event()
-    execution.queue(torch.neuron.current_device()).submit(lambda: gate.wait(30), name="gate")
-    return gate
 
 
 def test_stream_objects():
@@ -53,7 +44,7 @@ def test_launches_go_on_the_current_stream():
 
 def test_order_within_a_stream():
     x = torch.zeros(1000, device="neuron")
-    gate = _gate_current_stream()
+    gate = gate_stream(bound_s=30)
     for _ in range(20):  # each op reads the previous one's result
         x.add_(1).mul_(2)
     assert not torch.neuron.current_stream().query()
@@ -69,7 +60,7 @@ def test_streams_run_independently():
     a = torch.arange(64.0, device="neuron")
     torch.neuron.synchronize()
     with torch.neuron.stream(s1):
-        gate = _gate_current_stream()
+        gate = gate_stream(bound_s=30)
         b = a + 1
     with torch.neuron.stream(s2):
         c = a * 3
@@ -86,7 +77,7 @@ def test_cross_stream_order_through_events():
     a = torch.arange(64.0, device="neuron")
     torch.neuron.synchronize()
     with torch.neuron.stream(producer):
-        gate = _gate_current_stream()
+        gate = gate_stream(bound_s=30)
         b = a + 1
         done = torch_neuronx.Event()
         done.record()
@@ -105,7 +96,7 @@ def test_wait_stream_and_torch_event():
     producer, consumer = torch.Stream(device="neuron"), torch.Stream(device="neuron")
     x = torch.zeros(16, device="neuron")
     with torch.neuron.stream(producer):
-        gate = _gate_current_stream()
+        gate = gate_stream(bound_s=30)
         x.fill_(5)
     consumer.wait_stream(producer)
     with torch.neuron.stream(consumer):
@@ -176,7 +167,7 @@ def test_a_released_stream_still_current_keeps_its_order():
     x = torch.zeros(1000, device="neuron")
     torch.neuron.set_stream(torch_neuronx.Stream())  # the only reference is dropped here
     try:
-        gate = _gate_current_stream()
+        gate = gate_stream(bound_s=30)
         x.add_(1)
         torch_neuronx.Stream()  # releases the collected stream's queue (its work is pending)
         x.mul_(3)  # on a queue re-created for the same stream: after the add_

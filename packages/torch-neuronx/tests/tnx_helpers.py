@@ -60,16 +60,22 @@ def assert_close_to_cpu(actual: torch.Tensor, expected: torch.Tensor, **override
 HELD_STREAM_BOUND_S = 600
 
 
-@contextlib.contextmanager
-def held_stream(device: int | None = None):
-    """The current stream of ``device`` held by a host task for the block: work issued inside is
-    queued behind it, not run. Released when the block ends, also when it raises; yields the
-    ``threading.Event`` that releases it earlier."""
+def gate_stream(device: int | None = None, bound_s: float = HELD_STREAM_BOUND_S) -> threading.Event:
+    """Hold the current stream of ``device`` (a host task waiting) until the returned event is set,
+    or ``bound_s`` has passed: work issued meanwhile is queued behind it, not run."""
     from torch_neuronx import execution
 
     gate = threading.Event()
     execution.queue(torch.neuron.current_device() if device is None else device).submit(
-        lambda: gate.wait(HELD_STREAM_BOUND_S), name="gate")
+        lambda: gate.wait(bound_s), name="gate")
+    return gate
+
+
+@contextlib.contextmanager
+def held_stream(device: int | None = None):
+    """``gate_stream`` for the block: released when the block ends, also when it raises; yields the
+    ``threading.Event`` that releases it earlier."""
+    gate = gate_stream(device)
     try:
         yield gate
     finally:
