@@ -8,6 +8,8 @@ import types
 
 import numpy as np
 import pytest
+from neuron_sim import estimate
+from neuron_sim.neff import Neff
 from neuronxcc.driver import cli
 
 MLP_TEXT = """
@@ -67,7 +69,8 @@ def test_inspect_json(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "inspect", "--json", str(neff))
     assert code == 0
     data = json.loads(out)
-    assert data["timing_summary"]["total_time_ns"] > 0
+    assert data["timing_summary"] == Neff.load(neff).timing_summary
+    assert data["timing_summary"]["total_time_ns"] == pytest.approx(estimate(Neff.load(neff).program).total_ns)
     assert sum(data["instruction_counts"].values()) == data["num_instructions"]
     assert {t["kind"] for t in data["tensors"]} >= {"input", "output"}
 

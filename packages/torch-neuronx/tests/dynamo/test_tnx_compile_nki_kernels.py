@@ -60,7 +60,10 @@ def test_announcement_example_inside_a_compiled_function_forward_and_backward(ne
     graphs = _graphs_since(before)
     # forward: x * 2 | sin kernel | + 1; backward: cos kernel | grad * cos * 2 (one segment)
     assert graphs == ["backward_0", "forward_0", "forward_1"], graphs
-    assert sin_kernel.last_device_time_ns > 0
+    # The graph launched the kernel's own NEFF: the same device time as the kernel called eagerly.
+    compiled_ns = sin_kernel.last_device_time_ns
+    pt_nki_sin(x.detach() * 2)
+    assert compiled_ns == pytest.approx(sin_kernel.last_device_time_ns) and compiled_ns > 0
 
 
 def test_kernel_is_a_launch_of_its_own_between_the_segments(neuron, strict):
