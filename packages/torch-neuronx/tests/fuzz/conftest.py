@@ -6,6 +6,8 @@
   (6.13x) also draws constants it finds in every local module loaded so far, so which tests ran
   before, or any number anyone adds to any module, would change the fixed set of programs CI
   runs. Here they come from hypothesis's own constants only (the long profile keeps both).
+* The run's tally (``tnx_fuzz_tally``: programs per mode, clean, excused by which row) is in
+  pytest's summary, and in ``$TNX_FUZZ_TALLY`` when set.
 """
 
 from __future__ import annotations
@@ -17,7 +19,20 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from tnx_fuzz_profiles import profile  # noqa: E402
+from tnx_fuzz_profiles import EXAMPLES_ENV, profile  # noqa: E402
+from tnx_fuzz_tally import TALLY  # noqa: E402
+
+
+def pytest_configure(config):
+    TALLY.meta.update(profile=profile(), seed=config.getoption("--hypothesis-seed", None),
+                      examples=os.environ.get(EXAMPLES_ENV))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if TALLY.modes:
+        terminalreporter.write_sep("-", "fuzz programs")
+        for line in TALLY.summary():
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(autouse=True, scope="module")  # module scope: set before the modules' own fixtures draw programs

@@ -223,3 +223,42 @@ def test_logsumexp_check_of_an_empty_operand():
     for d in (0, 1):
         want = x.logsumexp(d)
         assert differences(want.clone(), want, "logsumexp", [x], {"dim": d}, lambda r, d=d: r.logsumexp(d)) is None
+
+
+# --- the tally of a run -------------------------------------------------------------------------------
+
+
+def test_each_program_ends_as_one_outcome_named_by_its_rows():
+    from tnx_fuzz_tally import outcome_of
+
+    limitation = "no lowering"
+    assert outcome_of([], {limitation}, None, False) == ("clean", [])
+    assert outcome_of(["fuzz-14", "fuzz-14"], {limitation}, None, False) == ("excused", ["fuzz-14"])
+    assert outcome_of(["fuzz-14", limitation], {limitation}, None, False) == ("neuron_only", ["fuzz-14", limitation])
+    assert outcome_of(["fuzz-14"], {limitation}, None, True) == ("finding", ["fuzz-14"])
+    assert outcome_of([], {limitation}, "segfaults", False) == ("not_run", ["segfaults"])
+
+
+def test_the_tally_counts_programs_per_mode_and_row_until_the_finding(tmp_path):
+    import json
+
+    from tnx_fuzz_tally import Tally
+
+    path = tmp_path / "tally.json"
+    tally = Tally(path=str(path), meta={"seed": 7})
+    tally.record("eager", "clean")
+    tally.record("eager", "excused", ["fuzz-14"])
+    tally.record("eager", "neuron_only", ["no lowering", "fuzz-14"])
+    tally.record("compile", "clean")
+    tally.record("eager", "finding", program={"inputs": [], "steps": []}, report="neuron differs")
+    tally.record("eager", "clean")  # hypothesis shrinking the finding: no new program
+    saved = json.loads(path.read_text())
+    assert saved["meta"] == {"seed": 7}
+    eager = saved["modes"]["eager"]
+    assert (eager["programs"], eager["clean"], eager["excused"], eager["neuron_only"]) == (4, 1, 1, 1)
+    assert eager["rows"] == {"fuzz-14": 2, "no lowering": 1}
+    assert eager["finding"] == {"program": {"inputs": [], "steps": []}, "report": "neuron differs"}
+    assert saved["modes"]["compile"]["programs"] == 1
+    assert tally.summary()[0].startswith("eager: 4 programs, 1 clean, 1 excused (known issues), 1 neuron-only errors")
+    with pytest.raises(ValueError, match="outcome 'passed'"):
+        tally.record("eager", "passed")

@@ -4,7 +4,8 @@ CPU's results (``tnx_fuzz_runner`` says exactly how they are compared) or raise 
 The failure report is the program itself: a JSON entry for ``regressions.json`` and a script
 that runs it. A mismatch that ``tnx_fuzz_known`` describes (a bug another stream is fixing) is
 excused and counted (``--hypothesis-show-statistics`` lists them); a program known to crash the
-process is not run. Profiles and the number of programs: ``tnx_fuzz_profiles``.
+process is not run. Profiles and the number of programs: ``tnx_fuzz_profiles``; what became of
+each program, per mode and row: ``tnx_fuzz_tally``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from tnx_fuzz_known import KNOWN_ISSUES, LIMITATIONS, known_crash
 from tnx_fuzz_profiles import TRACE_ENV, for_mode
 from tnx_fuzz_programs import programs, to_json
 from tnx_fuzz_runner import compare
+from tnx_fuzz_tally import TALLY, outcome_of
+
+_LIMITATIONS = {reason for reason, _ in LIMITATIONS}
 
 
 def check(program: dict, mode: str) -> None:
@@ -25,12 +29,19 @@ def check(program: dict, mode: str) -> None:
     crash = known_crash(program, mode)
     if crash:
         event(f"not run (crashes the process): {crash}")
+        TALLY.record(mode, *outcome_of((), _LIMITATIONS, crash, False))
         return
-    mismatch, excused = compare(program, mode, KNOWN_ISSUES + LIMITATIONS)
+    try:
+        mismatch, excused = compare(program, mode, KNOWN_ISSUES + LIMITATIONS)
+    except BaseException as err:  # the harness failed on this program: it ends the run like a finding
+        TALLY.record(mode, "finding", program=program, report=f"the harness raised {type(err).__name__}: {err}")
+        raise
     for reason in sorted(set(excused)):
         event(f"excused: {reason}")
     event(f"steps: {len(program['steps'])}")
-    assert mismatch is None, mismatch.report(program, mode)
+    report = mismatch.report(program, mode) if mismatch is not None else None
+    TALLY.record(mode, *outcome_of(excused, _LIMITATIONS, None, mismatch is not None), program=program, report=report)
+    assert mismatch is None, report
 
 
 @for_mode("eager")
