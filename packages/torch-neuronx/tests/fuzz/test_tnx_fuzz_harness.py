@@ -40,6 +40,16 @@ def test_exact_check_on_floats_wants_nan_where_cpu_has_nan():
     assert differences(torch.tensor([math.inf]), torch.tensor([-math.inf])) is not None
 
 
+def test_nan_sign_check_takes_either_sign_of_a_nan_and_nothing_else():
+    nan = math.nan
+    assert differences(torch.tensor([True, False]), torch.tensor([False, False]), "nan_sign", [torch.tensor([nan, 1.0])]) is None
+    assert differences(torch.tensor([False, True]), torch.tensor([False, False]), "nan_sign", [torch.tensor([nan, 1.0])]) is not None
+    a, b = torch.tensor([2.0, 3.0]), torch.tensor([nan, -1.0])  # copysign(a, b): b's sign
+    assert differences(torch.tensor([-2.0, -3.0]), torch.tensor([2.0, -3.0]), "nan_sign", [a, b]) is None
+    assert differences(torch.tensor([-2.5, -3.0]), torch.tensor([2.0, -3.0]), "nan_sign", [a, b]) is not None
+    assert differences(torch.tensor([-2.0, 3.0]), torch.tensor([2.0, -3.0]), "nan_sign", [a, b]) is not None
+
+
 def test_ulp_check_allows_four_fp32_ulp_and_one_of_a_16_bit_output():
     x = torch.tensor([3.0])
     assert differences(x * (1 + 3 * EPS32), x, "ulp") is None

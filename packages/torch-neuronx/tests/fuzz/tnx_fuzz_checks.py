@@ -7,6 +7,9 @@ correct implementation of that one op may do differently:
 * ``exact``: integers and bools bit for bit; floats equal (NaN where CPU has NaN, -0.0 == 0.0).
   Data movement, comparisons, casts and every op the IEEE rules pin down - add, sub, mul, div
   (fp32 math rounds once, then once more to a 16-bit output, on CPU as on the engines).
+* ``nan_sign`` (signbit, copysign): exact, except that where the sign comes from a NaN (the last
+  operand) either sign is right. IEEE 754 (6.3) leaves the sign of a NaN an operation makes
+  unspecified, and CPU's differs by dtype (+NaN from float32 log(-1), -NaN from bfloat16 0/0).
 * ``ulp``: transcendental functions (exp, log, tanh...): both sides compute in fp32 with a few
   ulp of error, then round to the output dtype: 4 fp32 ulp, plus one ulp of a 16-bit output.
 * ``argument``: as ``ulp``, plus 4 fp32 ulp of the argument: sin (range reduction) and GELU
@@ -140,10 +143,16 @@ def _tol_logsumexp(want, operands, params, reval):
 
 
 CHECKS = {
-    "exact": _tol_exact, "ulp": _tol_ulp, "argument": _tol_argument, "pow": _tol_pow, "sum": _tol_sum,
+    "exact": _tol_exact, "nan_sign": _tol_exact, "ulp": _tol_ulp, "argument": _tol_argument, "pow": _tol_pow, "sum": _tol_sum,
     "mean": _tol_mean, "prod": _tol_prod, "var": _tol_var, "std": _tol_std, "softmax": _tol_softmax,
     "log_softmax": _tol_log_softmax, "logsumexp": _tol_logsumexp,
 }
+
+
+def _sign_of_nan_as_cpu(got: torch.Tensor, want: torch.Tensor, sign_source: torch.Tensor) -> torch.Tensor:
+    """``got`` with CPU's sign where ``sign_source`` (broadcast to the result) is NaN."""
+    nan = torch.broadcast_to(torch.isnan(sign_source), want.shape)
+    return torch.where(nan, want if want.dtype == torch.bool else torch.copysign(got, want), got)
 
 
 def layout(t: torch.Tensor) -> tuple:
@@ -157,6 +166,8 @@ def differences(got: torch.Tensor, want: torch.Tensor, check: str = "exact", ope
     what differs: the number of elements and the first few, with the allowed error."""
     if got.dtype != want.dtype or got.shape != want.shape:
         return f"dtype/shape {got.dtype} {tuple(got.shape)} vs cpu {want.dtype} {tuple(want.shape)}"
+    if check == "nan_sign" and operands:
+        got = _sign_of_nan_as_cpu(got, want, operands[-1])
     if not want.dtype.is_floating_point:
         bad = got != want
         allowed = None
