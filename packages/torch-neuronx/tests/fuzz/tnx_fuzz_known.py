@@ -24,7 +24,7 @@ def _step_op(program, m) -> str | None:
     return program["steps"][m.step]["op"] if m.step is not None and m.step < len(program["steps"]) else None
 
 
-_MATMULS = {"mm", "bmm", "matmul", "einsum", "matmul_out", "matmul_out_into"}
+_MATMULS = {"mm", "bmm", "gram", "matmul", "einsum", "matmul_out", "matmul_out_into"}
 
 
 def _saturated_integer_matmul(program, mode, m) -> bool:
