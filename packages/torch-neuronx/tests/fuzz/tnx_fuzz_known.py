@@ -40,11 +40,27 @@ def _saturated_integer_matmul(program, mode, m) -> bool:
     return bool(((wrong == info.max) | (wrong == info.min)).all())
 
 
+def _out_shares_an_input(program, step: int) -> bool:
+    """Does the ``out=`` operand of ``step`` share memory with one of its inputs (on CPU)?"""
+    import warnings
+
+    from tnx_fuzz_programs import materialize_inputs, run_step, step_name
+
+    env = materialize_inputs(program, torch.device("cpu"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(step):
+            env[step_name(i)] = run_step(program["steps"][i], env)
+    *inputs, out = (env[name] for name in program["steps"][step]["args"])
+    return any(t.untyped_storage().data_ptr() == out.untyped_storage().data_ptr() for t in inputs)
+
+
 def _out_into_its_input(program, mode, m) -> bool:
-    """``op(x, ..., out=x)``: the step's value or layout after neuron wrote (or resized) x."""
+    """``op(x, ..., out=x)`` (x also through an alias): the step's value or layout after neuron
+    wrote (or resized) x."""
     step = program["steps"][m.step] if m.step is not None and m.step < len(program["steps"]) else None
     return (m.kind in ("value", "layout") and step is not None and step["op"].endswith("_out_into")
-            and step["args"][-1] in step["args"][:-1])
+            and (step["args"][-1] in step["args"][:-1] or _out_shares_an_input(program, m.step)))
 
 
 def _overflowing_16_bit_variance(program, mode, m) -> bool:
