@@ -19,6 +19,9 @@ import numpy as np
 from neuron_sim import dtypes
 from neuron_sim.isa import Memset
 
+from .dma import hbm_pattern
+from .emitter import onchip_dtype
+from .sbuf import tile_ap
 from .views import View
 
 SMALL_CONSTANT = 16
@@ -92,9 +95,6 @@ def _affine(array: np.ndarray):
 
 def _generated(ctx, array: np.ndarray, value) -> View:
     """A small constant written by Memsets into one SBUF row, then DMA'd to a scratch tensor."""
-    from .emitter import onchip_dtype
-    from .sbuf import tile_ap
-
     dtype = dtypes.dtype_name(array.dtype)
     chip = onchip_dtype(dtype)
     flat = array.reshape(-1)
@@ -113,7 +113,6 @@ def _generated(ctx, array: np.ndarray, value) -> View:
         ctx.em.emit(Memset(dst=tile_ap(tile, 1, (end - start,), offset=start), value=number,
                            engine=ctx.em.pick("vector", "gpsimd")))
         start = end
-    from .dma import hbm_pattern
 
     ctx.em.store(hbm_pattern(dest.tensor, dtype, 0, 0, 1, [(1, flat.size)]), tile_ap(tile, 1, (flat.size,)))
     ctx.builder.release(tile)

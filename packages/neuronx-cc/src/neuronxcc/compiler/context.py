@@ -9,15 +9,17 @@ iota or HBM views (``constants.py``).
 
 from __future__ import annotations
 
+import base64
 from collections import defaultdict
 
-from neuron_sim import Architecture, ProgramBuilder
+from neuron_sim import Architecture, ProgramBuilder, dtypes
 from neuron_sim.graph.ops import VIEW_OPS
 
 from .constants import array_view
 from .emitter import Emitter
 from .errors import CompileError, node_error
-from .fusion import Group
+from .fusion import Group, _through
+from .lower.movement import materialize
 from .views import View
 
 
@@ -76,10 +78,6 @@ class LoweringContext:
 
     def constant_input(self, array, hint: str) -> View:
         """A constant the program reads from an input tensor; its bytes go in the program metadata."""
-        import base64
-
-        from neuron_sim import dtypes
-
         name = self.fresh_name(hint)
         dtype = dtypes.dtype_name(array.dtype)
         self._declare(name, array.shape, dtype, "input")
@@ -120,8 +118,6 @@ class LoweringContext:
     def _reshaped_output(self, v):
         """A graph output that is ``v`` seen through view ops that keep its row-major order (reshapes,
         transposes that undo each other...: the same bytes), not claimed by another value yet."""
-        from .fusion import _through
-
         stack = [(v, View.hbm("probe", v.type.shape, v.type.dtype))]
         while stack:
             x, view = stack.pop()
@@ -168,15 +164,11 @@ class LoweringContext:
         if node.op == "as_strided":
             if not src.is_contiguous() and src.kind == "hbm":  # strides of a strided view: copy it dense first
                 dense = self.internal(src.shape, src.dtype, f"_s{node.outputs[0].id}")
-                from .lower.movement import materialize
-
                 materialize(self, src, dense)
                 src = dense
             return src.as_strided(tuple(a["shape"]), tuple(a["strides"]), int(a.get("offset", 0)))
         view = src.reshape(tuple(a["shape"]))
         if view is None:  # no strides express it: copy the operand into contiguous order first
-            from .lower.movement import materialize
-
             out = node.outputs[0]
             if out.id in self.output_names and self.output_names[out.id] not in self.input_names:
                 # a graph output: the copy goes where the output must be anyway (no second copy)

@@ -20,7 +20,7 @@ from .errors import CompileError
 from .fold import fold_constants
 from .fusion import live_nodes, partition
 from .integers import as_planned, as_views, check_integers
-from .lower import LOWERINGS, load_all
+from .lower import LOWERINGS
 from .lower.movement import materialize, materialize_value
 from .sbuf import SpacedAllocator
 
@@ -60,7 +60,6 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
         except ValidationError as err:
             raise CompileError(err.rule, err.detail) from None
     check_graph(graph)
-    load_all()
     nodes = as_views(live_nodes(graph))
     folded = fold_constants(nodes)
     integers = check_integers(nodes, graph, folded)

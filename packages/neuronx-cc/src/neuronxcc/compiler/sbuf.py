@@ -9,7 +9,7 @@ allocated when it is done.
 
 from __future__ import annotations
 
-from neuron_sim import AccessPattern, ProgramBuilder, Tile, ValidationError
+from neuron_sim import AccessPattern, ProgramBuilder, Tile, ValidationError, dtypes
 from neuron_sim.memory.access_pattern import PSUM, SBUF
 
 from .views import contiguous_strides
@@ -21,8 +21,6 @@ ALIGN_BYTES = 64
 
 
 def _aligned_free(free: int, dtype: str) -> int:
-    from neuron_sim import dtypes
-
     size = dtypes.itemsize(dtype)
     nbytes = -(-max(1, free) * size // ALIGN_BYTES) * ALIGN_BYTES
     return nbytes // size
@@ -84,8 +82,6 @@ def tile_ap(tile: Tile, partitions: int, counts, strides=None, dtype: str | None
 
     ``offset`` is in elements of ``dtype`` (the tile's dtype by default).
     """
-    from neuron_sim import dtypes
-
     dtype = dtype or tile.dtype
     counts = tuple(counts) or (1,)
     strides = tuple(strides) if strides is not None else contiguous_strides(counts)

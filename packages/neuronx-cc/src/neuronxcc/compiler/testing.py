@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from neuron_sim import ExactExecutor, dtypes, get_architecture
 from neuron_sim.executor.fast import evaluate
+from neuron_sim.graph import Graph, graph_of
 
 from .constants import constant_arrays
 from .driver import compile_graph
@@ -67,8 +68,6 @@ def run_exact(program, inputs: dict, arch=None, uninitialized: str | None = "err
 
 def run_fast(program_or_graph, inputs: dict) -> dict[str, np.ndarray]:
     """Evaluate the graph-level form (a Program's ``graph``, or a Graph) on the fast executor."""
-    from neuron_sim.graph import Graph, graph_of
-
     graph = program_or_graph if isinstance(program_or_graph, Graph) else graph_of(program_or_graph)
     buffers = {}
     for v in graph.inputs:

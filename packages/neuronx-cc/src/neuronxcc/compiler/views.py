@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from neuron_sim import dtypes
+
 KINDS = ("hbm", "iota", "scalar")
 
 
@@ -98,8 +100,6 @@ class View:
         """Part ``index`` of each element of an HBM view, as a view of the narrower (or equally
         wide) ``dtype`` over the same tensor, little-endian: ``part("int32", 1)`` is the high word of
         each int64, ``part("uint8")`` the low byte of each int32. Moving it moves those bytes."""
-        from neuron_sim import dtypes
-
         ratio, rest = divmod(dtypes.itemsize(self.dtype), dtypes.itemsize(dtype))
         if self.kind != "hbm" or rest or not 0 <= index < ratio:
             raise ValueError(f"no part {index} of {dtype} in a {self.kind} view of {self.dtype}")

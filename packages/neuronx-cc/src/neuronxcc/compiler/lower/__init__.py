@@ -1,29 +1,12 @@
-"""Lowerings of fusion groups, by group kind (``fusion.Group.kind``).
+"""Lowerings of fusion groups, by group kind (``registry.LOWERINGS``; ``fusion.Group.kind``).
 
-A lowering is ``fn(ctx: LoweringContext, group: Group) -> None``: it resolves the group's inputs
-to views (``ctx.resolve``), emits the group's instructions through ``ctx.em`` and records where
-its stored results live (``ctx.views``). New kinds (matmul, gather/scatter, ...) register here
-and name their ops in ``fusion.OP_KINDS``.
+Importing this package registers the built-in lowerings (one module per group kind); a new kind
+registers itself with ``register_lowering`` and names its ops in ``fusion.OP_KINDS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from . import argreduce, cumsum, elementwise, indexing, matmul, movement, words64  # noqa: F401 (each registers itself)
+from .registry import LOWERINGS, register_lowering
 
-LOWERINGS: dict[str, Callable] = {}
-
-
-def register_lowering(kind: str):
-    def register(fn):
-        LOWERINGS[kind] = fn
-        return fn
-
-    return register
-
-
-def load_all() -> None:
-    """Import the built-in lowerings (each registers itself)."""
-    from . import argreduce, cumsum, elementwise, indexing, matmul, movement, words64  # noqa: F401
-
-
-__all__ = ["LOWERINGS", "register_lowering", "load_all"]
+__all__ = ["LOWERINGS", "register_lowering"]

@@ -26,8 +26,8 @@ from ..errors import node_error
 from ..layout import Form, free_limit, plan_tiles
 from ..sbuf import Scope, tile_ap
 from ..views import View
-from . import register_lowering
-from .elementwise import reduce_form, view_form
+from .fused_common import reduce_form, view_form
+from .registry import register_lowering
 from .tiles import TileCtx
 
 BIG = 3.0e38

@@ -24,8 +24,8 @@ from neuron_sim.memory.access_pattern import PSUM
 
 from ..layout import free_limit, plan_tiles
 from ..sbuf import Scope, tile_ap
-from . import register_lowering
-from .elementwise import view_form
+from .fused_common import view_form
+from .registry import register_lowering
 from .tiles import TileCtx
 
 

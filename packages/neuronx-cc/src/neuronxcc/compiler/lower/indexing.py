@@ -42,8 +42,8 @@ from ..emitter import onchip_dtype
 from ..layout import Box, Form, FreeDim, merge_axes
 from ..sbuf import Scope, column, tile_ap
 from ..views import View
-from . import register_lowering
 from .movement import hbm_view, materialize
+from .registry import register_lowering
 from .tiles import TileCtx
 
 PARTITIONS = 128

@@ -35,9 +35,9 @@ from ..errors import node_error
 from ..layout import Box, FreeDim
 from ..sbuf import ALIGN_BYTES, Scope, tile_ap
 from ..views import View
-from . import deferred, register_lowering
-from .elementwise import share_buffers
+from . import deferred
 from .elementwise_ops import ACTIVATION_FUNCS, BINARY_ALU, lower_node, temps_needed
+from .fused_common import share_buffers
 from .matmul_operands import operand_dims, split_axis
 from .matmul_plan import (
     DMA_BYTES_PER_NS,
@@ -50,6 +50,8 @@ from .matmul_plan import (
     schedule,
     transposed_is_cheaper,
 )
+from .movement import TRANSPOSE_DTYPES, materialize
+from .registry import register_lowering
 from .tiles import TileCtx
 
 TENSOR_INPUTS = ("bfloat16", "float16", "float32", "float8_e4m3", "float8_e5m2")
@@ -132,8 +134,6 @@ def _maybe_pretranspose(lowering, args):
     """An operand that would be transposed on TensorE for every stripe it streams through (neither
     operand fits SBUF transposed, e.g. a 4096x4096 activation times a 16384x4096 weight) is cheaper
     transposed once into an HBM scratch and then loaded directly: compare the estimates."""
-    from .movement import TRANSPOSE_DTYPES, materialize
-
     lowering.plan()
     best = (lowering.sched.estimate_ns, lowering, ())
     ctx = lowering.ctx
@@ -174,8 +174,7 @@ def _hbm_operand(ctx, v, merged: bool = True) -> tuple[View, list]:
     view, dims = operand_dims(ctx, v) if merged else (ctx.resolve(v), None)
     if view.kind == "hbm":
         return view, dims if dims is not None else list(view.strides)
-    from .movement import materialize  # a constant or iota operand: write it out once
-
+    # a constant or iota operand: write it out once
     dense = ctx.internal(view.shape, view.dtype, f"_mm{v.id}")
     materialize(ctx, view, dense)
     return dense, list(dense.strides)
@@ -188,8 +187,6 @@ def _as_product(ctx, view: View, shape: tuple, hint: str | None) -> View:
         return view
     seen = view.reshape(shape)
     if seen is None:
-        from .movement import materialize
-
         dense = ctx.internal(view.shape, view.dtype, hint or "_e")
         materialize(ctx, view, dense)
         seen = dense.reshape(shape)

@@ -28,7 +28,7 @@ from ..errors import node_error
 from ..layout import Form, free_limit, plan_tiles
 from ..sbuf import Scope, tile_ap
 from ..views import View
-from . import register_lowering
+from .registry import register_lowering
 from .tiles import TileCtx
 
 HBM_COPY_FREE = 16384  # elements per partition row of an HBM -> HBM DMA

@@ -35,6 +35,8 @@ from ..views import View
 from . import deferred
 from . import reduce as reduce_lowering
 from .elementwise_ops import lower_node, temps_needed
+from .fused_common import empty_group, first_use_location, share_buffers, view_form
+from .movement import materialize
 from .tiles import TileCtx
 
 # Tiles in flight (ring slots per role). A row-wise tile is small (one row per partition: a 128-long
@@ -67,9 +69,6 @@ def row_form(view: View, space, dims) -> tuple[Form, View]:
 
 
 def lower_rowwise(ctx, group) -> None:
-    from .elementwise import _empty, _first_use_location, share_buffers, view_form
-    from .movement import materialize
-
     nodes = group.nodes
     space = tuple(group.space)
     dims = tuple(group.reduce_dims)
@@ -97,7 +96,7 @@ def lower_rowwise(ctx, group) -> None:
     reductions = [n for n in nodes if n.op == "reduce"]
 
     if math.prod(space) == 0:  # fusion never makes an empty group row-wise; kept for safety
-        _empty(ctx, reductions, stores + [v for v in row_stores if ctx.producer[v.id].op != "reduce"])
+        empty_group(ctx, reductions, stores + [v for v in row_stores if ctx.producer[v.id].op != "reduce"])
         return
 
     forms, leaf_views = [], []
@@ -174,7 +173,7 @@ def lower_rowwise(ctx, group) -> None:
             ctx.em.record()
             full_env, row_env = {}, {}
             for k, ((v, per_row), view) in enumerate(zip(leaves, leaf_views)):
-                ctx.em.location = _first_use_location(nodes, v) or nodes[0].location
+                ctx.em.location = first_use_location(nodes, v) or nodes[0].location
                 if per_row:
                     tc.counts = kept_counts
                     row_env[v.id] = tc.load(("leaf", v.id), view, kbox, k)

@@ -23,8 +23,8 @@ from ..emitter import Operand
 from ..layout import Form, free_limit, plan_tiles
 from ..sbuf import Scope, tile_ap
 from ..views import View
-from . import register_lowering
 from .movement import hbm_view
+from .registry import register_lowering
 from .tiles import TileCtx
 
 OPS = frozenset({"add", "subtract", "maximum", "minimum", "compare", "select"})
