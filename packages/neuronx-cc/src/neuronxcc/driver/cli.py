@@ -15,6 +15,15 @@ import json
 import os
 import sys
 
+from neuron_sim import dtypes
+from neuron_sim.arch import get_architecture
+from neuron_sim.errors import ConfigurationError, NeffFormatError, NeuronSimError
+from neuron_sim.neff import Neff, inspect
+from neuron_sim.timing import estimate
+
+from ..compiler import compile_neff
+from ..frontend import FrontendError, MissingDependency, UnsupportedOp, import_text
+
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_IO, EXIT_BAD_NEFF, EXIT_MISSING_DEPENDENCY = 0, 1, 2, 3, 4, 5
 TARGETS = ("trn2", "trn3")
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")
@@ -75,11 +84,6 @@ def _read_module(path: str):
 
 
 def compile_command(args) -> int:
-    from neuron_sim.arch import get_architecture
-    from neuron_sim.errors import ConfigurationError
-
-    from ..frontend import FrontendError, MissingDependency, UnsupportedOp, import_text
-
     try:
         arch = get_architecture(args.target)
     except ConfigurationError as err:
@@ -94,12 +98,6 @@ def compile_command(args) -> int:
         raise CliError(f"{args.input}: {err}", EXIT_REJECTED) from None
     except FrontendError as err:
         raise CliError(str(err), EXIT_REJECTED) from None
-    try:
-        from ..compiler import compile_neff
-    except ImportError as err:
-        raise CliError(f"the compiler (neuronxcc.compiler.compile_neff) is not available: {err}", EXIT_MISSING_DEPENDENCY) from None
-    from neuron_sim.errors import NeuronSimError
-
     try:
         neff = compile_neff(graph, arch)
     except NeuronSimError as err:  # CompileError (a ValidationError) and the simulator's own checks
@@ -128,9 +126,6 @@ def compile_command(args) -> int:
 
 
 def _load(path: str):
-    from neuron_sim.errors import NeffFormatError
-    from neuron_sim.neff import Neff, inspect
-
     try:
         info = inspect(path)
         neff = Neff.load(path)
@@ -149,8 +144,6 @@ def _timing(neff) -> tuple[dict | None, str]:
     if neff.timing_summary:
         return neff.timing_summary, "recorded in the NEFF"
     try:
-        from neuron_sim.timing import estimate
-
         return estimate(neff.program).summary, "estimated now (the NEFF has none recorded)"
     except Exception as err:  # programs with run-time loop bounds need a run's trip counts
         return None, f"not available ({type(err).__name__}: {err})"
@@ -182,8 +175,6 @@ def inspect_command(args) -> int:
 
 
 def _tensor_table(tensors: list[dict]) -> str:
-    from neuron_sim import dtypes
-
     rows = [("tensor", "kind", "shape", "dtype", "bytes")]
     for t in tensors:
         shape = "x".join(map(str, t["shape"])) or "scalar"

@@ -33,6 +33,7 @@ from neuron_sim.graph import Graph
 
 from . import fx_rewrites, pipeline
 from .errors import MissingDependency, UnsupportedOp
+from .mlir import describe_location
 from .pipeline_worker import PipelineError
 from .stablehlo import import_module
 
@@ -356,8 +357,6 @@ def torch_dialect_module(gm, name: str = "main") -> bytes:
 
 
 def _lowering_error(failure: PipelineError) -> UnsupportedOp:
-    from .mlir import describe_location
-
     for loc, message in failure.diagnostics:
         m = re.search(r"torch\.operator\"?\(?\)?\s*\"([^\"]+)\"", message) or re.search(r"operation '([^']+)'", message)
         if m:

@@ -78,13 +78,6 @@ def import_module(module, func_name: str | None = None, source: str | None = Non
     return _Importer(module, source=source, narrow_float64=narrow_float64).run(func_name)
 
 
-def from_fx(gm, example_inputs=None, **kwargs) -> Graph:
-    """See ``neuronxcc.frontend.fx.from_fx``."""
-    from .fx import from_fx as _from_fx
-
-    return _from_fx(gm, example_inputs, **kwargs)
-
-
 def _first_line(op, limit: int = 240) -> str:
     text = str(op).strip().splitlines()[0] if str(op).strip() else ""
     return text if len(text) <= limit else text[: limit - 3] + "..."
