@@ -203,16 +203,22 @@ def test_no_first_party_import_inside_a_function():
     assert not bad, "move these imports to the top of their modules:\n" + "\n".join(bad)
 
 
-def _cycles(package: str) -> list[list[str]]:
+def _cycles(package: str, imports: list[Import] = IMPORTS, modules=MODULES) -> list[list[str]]:
     graph: dict[str, set[str]] = {}
-    for imp in IMPORTS:
+    for imp in imports:
         if imp.in_function or _package(imp.module) != package or _package(imp.target) != package:
             continue
         target = imp.target
-        while target not in MODULES and target not in EXTENSION_MODULES and "." in target:  # ``import a.b.c`` of a non-module name
+        while target not in modules and target not in EXTENSION_MODULES and "." in target:  # ``import a.b.c`` of a non-module name
             target = target.rsplit(".", 1)[0]
-        if target != imp.module:
-            graph.setdefault(imp.module, set()).add(target)
+        # Importing ``a.b.c`` first runs ``a/b/__init__.py``: from outside ``a.b`` that is an edge too
+        # (a package whose __init__ imports its modules closes a cycle through any of them).
+        parts = target.split(".")
+        for depth in range(1, len(parts) + 1):
+            step = ".".join(parts[:depth])
+            known = step in modules or step in EXTENSION_MODULES
+            if known and step != imp.module and not imp.module.startswith(step + "."):
+                graph.setdefault(imp.module, set()).add(step)
     # Tarjan's strongly connected components: every component of more than one module is a cycle.
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -262,3 +268,14 @@ def test_the_checker_sees_a_violation():
     got = {(imp.target, imp.in_function) for imp in collector.imports}
     assert got == {("torch_neuronx.compiled.dispatch", False), ("torch_neuronx.kernels.registration", True)}
     assert _layer("torch_neuronx.device.bridge")[0] < _layer("torch_neuronx.compiled.dispatch")[0]
+
+
+def test_the_checker_sees_a_cycle_through_a_package_init():
+    """``pkg.a`` imports ``pkg.sub.tables``, which runs ``pkg/sub/__init__.py`` first; that imports
+    ``pkg.sub.user``, which imports ``pkg.a``: a cycle although no module names ``pkg.sub`` itself."""
+    modules = {m: Path(f"{m}.py") for m in ("neuronxcc.a", "neuronxcc.sub", "neuronxcc.sub.tables", "neuronxcc.sub.user")}
+    edges = [("neuronxcc.a", "neuronxcc.sub.tables"), ("neuronxcc.sub", "neuronxcc.sub.user"),
+             ("neuronxcc.sub.user", "neuronxcc.a"), ("neuronxcc.sub.user", "neuronxcc.sub.tables")]
+    imports = [Import(module, target, (), 1, False) for module, target in edges]
+    assert _cycles("neuronxcc", imports, modules) == [["neuronxcc.a", "neuronxcc.sub", "neuronxcc.sub.user"]]
+    assert _cycles("neuronxcc", imports[:1] + imports[2:], modules) == []  # an __init__ that imports nothing

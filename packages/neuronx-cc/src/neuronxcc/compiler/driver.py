@@ -20,7 +20,7 @@ from .errors import CompileError
 from .fold import fold_constants
 from .fusion import live_nodes, partition
 from .integers import as_planned, as_views, check_integers
-from .lower import LOWERINGS
+from .lower import LOWERINGS, builtin  # noqa: F401 (builtin registers the built-in lowerings)
 from .lower.movement import materialize, materialize_value
 from .sbuf import SpacedAllocator
 

@@ -3,7 +3,7 @@
 A lowering is ``fn(ctx: LoweringContext, group: Group) -> None``: it resolves the group's inputs
 to views (``ctx.resolve``), emits the group's instructions through ``ctx.em`` and records where
 its stored results live (``ctx.views``). New kinds register here and name their ops in
-``fusion.OP_KINDS``; the built-in ones are imported by ``lower/__init__.py``.
+``fusion.OP_KINDS``; the built-in ones are imported by ``lower/builtin.py``.
 """
 
 from __future__ import annotations
