@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -127,9 +126,7 @@ def fake_compiler(monkeypatch, tmp_path):
         calls.append((graph, arch))
         return Neff.load(template)
 
-    module = types.ModuleType("neuronxcc.compiler")
-    module.compile_neff = compile_neff
-    monkeypatch.setitem(sys.modules, "neuronxcc.compiler", module)
+    monkeypatch.setattr(cli, "compile_neff", compile_neff)
     return calls
 
 
@@ -295,7 +292,7 @@ def test_compile_error_from_the_compiler_names_op_and_line(tmp_path, capsys, mon
         raise compiler.CompileError("compile.unsupported_op", f"no lowering for op {node.op!r} yet", op=node.op,
                                     location=node.location)
 
-    monkeypatch.setattr(compiler, "compile_neff", refuse)
+    monkeypatch.setattr(cli, "compile_neff", refuse)
     src = tmp_path / "mlp.mlir"
     src.write_text(MLP_TEXT)
     code, _, err = run_cli(capsys, "compile", str(src), "-o", str(tmp_path / "x.neff"))
