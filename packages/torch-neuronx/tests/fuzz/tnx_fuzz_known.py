@@ -77,6 +77,15 @@ def _compiled_broadcast_output_materialized(program, mode, m) -> bool:
     return bool((same | (got.isnan() & want.isnan()) if want.dtype.is_floating_point else same).all())
 
 
+def _floor_division_layout(program, mode, m) -> bool:
+    return m.kind == "layout" and _step_op(program, m) in ("floordiv", "div_floor")
+
+
+def _compiled_isinf_of_unsigned(program, mode, m) -> bool:
+    return (mode == "compile" and m.kind == "neuron error" and any(step["op"] == "isinf" for step in program["steps"])
+            and bool(re.search(r"'stablehlo\.abs' op operand #0 must be .* but got 'tensor<[0-9x]*(i1|ui8)>'", m.message)))
+
+
 KNOWN_ISSUES = [
     ("fuzz-27 - numerics: an 8/16/32-bit integer matmul saturates where CPU wraps and rounds through float32 past 2**24",
      _inexact_integer_matmul),
@@ -86,6 +95,10 @@ KNOWN_ISSUES = [
     ("fuzz-29 - numerics: var/std of a 16-bit float overflows to inf where CPU's is finite", _overflowing_16_bit_variance),
     ("fuzz-30 - numerics: a compiled output that is a broadcast view of an intermediate comes back contiguous",
      _compiled_broadcast_output_materialized),
+    ("fuzz-31 - torchcore: floor division's result takes its second operand's layout where CPU's takes the first's",
+     _floor_division_layout),
+    ("fuzz-32 - numerics: torch.compile of isinf of a bool/uint8 tensor raises NeuronCompileError (stablehlo.abs of i1/ui8)",
+     _compiled_isinf_of_unsigned),
     ("fuzz-28 - torchcore: an out= that is its own input (sum(x, 0, out=x)) is not resized or written as CPU's", _out_into_its_input),
 ]
 
