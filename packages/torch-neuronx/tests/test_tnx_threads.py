@@ -26,7 +26,7 @@ def program(a: torch.Tensor, b: torch.Tensor, scale: float) -> list[torch.Tensor
     c.add_(scale)  # in place, after c was read
     e = torch.cat([c, a], 0).relu()
     f = torch.cumsum(e, 0).flip(0)  # movement ops
-    g = torch.sort(d, dim=-1).values  # no lowering: CPU fallback over device memory
+    g = torch.erfinv(torch.sort(d, dim=-1).values * 1.8 - 0.9)  # sorted on device; erfinv: CPU fallback
     h = e.t().contiguous() * (d.sum() / 7)  # a non-contiguous operand, a reduction feeding an op
     return [c, d, e, f, g, h, torch.stack([e.mean(), h.amax()])]
 

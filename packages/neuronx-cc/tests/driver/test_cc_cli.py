@@ -179,7 +179,7 @@ def test_compile_unsupported_op_names_op_types_and_line(tmp_path, capsys):
         "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
         '  %0 = "stablehlo.sort"(%x) <{dimension = 0 : i64}> ({\n'
         "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
-        "    %c = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+        "    %c = stablehlo.compare EQ, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
         "    stablehlo.return %c : tensor<i1>\n"
         "  }) : (tensor<4xf32>) -> tensor<4xf32>\n"
         "  return %0 : tensor<4xf32>\n}\n")

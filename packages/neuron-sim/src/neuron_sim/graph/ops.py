@@ -2,7 +2,7 @@
 
 Floats compute as the NeuronCore does - in fp32, with fp32 accumulation for reductions and
 matmuls - and round to the output dtype on write (``dtypes.convert``: RNE). Integers are exact:
-data movement moves values; compares, min/max, sums, cumsum, argmin/argmax, abs/negate, add,
+data movement moves values; compares, min/max, sums, cumsum, argmin/argmax, argsort, abs/negate, add,
 subtract and multiply compute the mathematical result wrapped to the result dtype (two's
 complement, as PyTorch and the GpSimd integer ALU do); integer division truncates and ``fmod``
 takes the dividend's sign (StableHLO's ``divide``/``remainder``); integer-to-integer converts wrap.
@@ -497,6 +497,32 @@ def _arg_eval(fn):
 
 _op("argmax", 1)((_arg_infer, _arg_eval(np.argmax)))
 _op("argmin", 1)((_arg_infer, _arg_eval(np.argmin)))
+
+
+def _argsort_infer(types, attrs):
+    if not types[0].rank:
+        _fail("graph.argsort", "argsort needs at least one dim (a 0-d operand has nothing to order)")
+    if not -types[0].rank <= attrs["dim"] < types[0].rank:
+        _fail("graph.argsort", f"argsort dim {attrs['dim']} is out of range for {types[0]}")
+    if not dtypes.is_int(attrs.get("dtype", "int32")):
+        _fail("graph.dtype", f"argsort's indices must be integers, got {attrs.get('dtype')}")
+    return [TensorType(types[0].shape, attrs.get("dtype", "int32"))]
+
+
+def _argsort_eval(arrays, attrs, out_types):
+    """The positions that order ``a`` along ``dim`` as PyTorch's stable sort does: ascending (or
+    ``descending``), NaN above every number, -0.0 equal to 0.0, equal elements in their original
+    order. Integers compare exactly."""
+    a = arrays[0].astype(np.int64) if is_integer(arrays[0]) else f32(arrays[0])
+    dim = attrs["dim"] % a.ndim
+    if not attrs.get("descending", False):
+        idx = np.argsort(a, axis=dim, kind="stable")  # numpy too puts NaN last and keeps ties in order
+    else:  # descending and stable: the ascending stable order of the reversed elements, reversed
+        idx = a.shape[dim] - 1 - np.flip(np.argsort(np.flip(a, dim), axis=dim, kind="stable"), dim)
+    return [idx.astype(dtypes.to_numpy(out_types[0].dtype))]
+
+
+_op("argsort", 1)((_argsort_infer, _argsort_eval))
 
 
 def _cumsum_eval(arrays, attrs, out_types):

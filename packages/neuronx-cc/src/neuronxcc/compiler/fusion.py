@@ -50,7 +50,7 @@ from .lower.elementwise_ops import temps_needed
 from .views import View, contiguous_strides
 
 OP_KINDS: dict[str, str] = {
-    "argmax": "argreduce", "argmin": "argreduce", "cumsum": "cumsum", "concatenate": "concatenate", "pad": "pad",
+    "argmax": "argreduce", "argmin": "argreduce", "argsort": "argsort", "cumsum": "cumsum", "concatenate": "concatenate", "pad": "pad",
     "dot_general": "matmul", "gather": "gather", "take_along_axis": "take_along_axis", "scatter": "scatter",
     "index_add": "index_add", "dma_cast": "dma_cast", "words64": "words64",
 }

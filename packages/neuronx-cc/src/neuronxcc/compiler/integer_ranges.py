@@ -154,7 +154,7 @@ def _value_range(node, out, ranges) -> Range:
     if op == "iota":
         n = tuple(node.attrs["shape"])[node.attrs["dim"]]
         r = (0, max(n - 1, 0))
-    elif op in ("argmax", "argmin"):
+    elif op in ("argmax", "argmin", "argsort"):
         r = (0, max(node.inputs[0].type.shape[node.attrs["dim"] % node.inputs[0].type.rank] - 1, 0))
     elif op in MOVES or op in ("gather", "take_along_axis", "select", "scatter"):
         data = [r for v, r in zip(node.inputs, ins) if r is not None and not (op in INDEXED and v is node.inputs[1])]

@@ -17,6 +17,9 @@ allows (``integer_ranges.py``):
   any range run on GpSimd's integer ALU (``IntegerPlan.integer_alu``);
 * int64 add, subtract, min/max, compares and select of any range go by 32-bit words on that ALU
   (``IntegerPlan.words64``, ``lower/words64.py``);
+* argsort of any integer range compares its keys on that ALU (int32/uint32 as they are, int64 by
+  its words: ``lower/sort.py``, told by ``IntegerPlan.integer_alu``); its result is a position
+  chosen by comparing values (``POSITION_OPS``), so it is never computed as an "index only" value;
 * conversions that would round or wrap an int64 on chip are DMA casts or word moves instead
   (``IntegerPlan.dma_casts``: int64 <-> float, integers to narrower ones, integers to int64);
 * an integer value only used as an index (through integer ops) may be computed through fp32: a
@@ -67,6 +70,9 @@ EXACT_INTEGER_OPS = frozenset(INTEGER_UNARY) | frozenset(INTEGER_BINARY) | {
     "reduce", "cumsum", "argmax", "argmin", "scatter", "index_add"}
 IDENTITY_ON_INTEGERS = frozenset({"copy", "floor", "ceil", "round", "trunc"})
 WIDENED = frozenset({"bool", "int8", "uint8", "int16", "uint16", "int32"})  # -> int64 by words (sign-extended)
+# Results that are positions chosen by comparing the operand's values: rounding the operand changes
+# which position (never whether it is valid), so they are never "index only" computations.
+POSITION_OPS = frozenset({"argmax", "argmin", "argsort"})
 
 
 def as_views(nodes) -> list:
@@ -99,7 +105,9 @@ def index_only_values(nodes, outputs) -> set[int]:
                 continue
             ok = True
             for user, pos in uses[v.id]:
-                if user.op in INDEXED and pos == INDEXED[user.op]:
+                if user.op in POSITION_OPS:
+                    ok = False
+                elif user.op in INDEXED and pos == INDEXED[user.op]:
                     axis = user.attrs["axis"] % user.inputs[0].type.rank
                     ok = ok and user.inputs[0].type.shape[axis] <= FP32_EXACT
                 else:
@@ -129,7 +137,7 @@ def plan_integers(nodes, graph, folded: dict) -> IntegerPlan:
             continue  # no integer data (float compares, gathers of floats by integer indices...)
         if all(v.id in folded for v in node.outputs):
             continue  # computed at compile time, with the graph's own exact definitions
-        if node.outputs and all(v.id in index_only for v in node.outputs):
+        if node.outputs and all(v.id in index_only for v in node.outputs) and node.op not in POSITION_OPS:
             continue
         reason = _error_by_value(node, plan.ranges, truncated) or _verdict(node, plan)
         if reason is not None:
@@ -171,6 +179,10 @@ def _verdict(node, plan: IntegerPlan) -> str | None:
     data = node.inputs[1:] if op == "select" else node.inputs
     if op in WORDS64_OPS and all(v.type.dtype == "int64" for v in data) and (rounded or stored_int64):
         plan.words64.add(out.id)  # by 32-bit words on the integer ALU (``lower/words64.py``)
+        return None
+    if op == "argsort":
+        if is_integer(node.inputs[0]) and not small(ins[0]):
+            plan.integer_alu.add(out.id)  # keys compared on GpSimd's integer ALU (int64 by words: ``lower/sort.py``)
         return None
     if op == "compare":
         return f"compare of {operands()}: only GpSimd's integer ALU compares these exactly (fp32 is exact to 2**24)"

@@ -310,11 +310,30 @@ def _fmod_as_remainder(gm) -> list:
     return undo
 
 
+def _stable_sort_as_sort(gm) -> list:
+    """``aten.sort.stable`` (``stable=True``, also argsort's and msort's) as ``aten.sort.default``:
+    torch-mlir lowers only the latter (to a ``stablehlo.sort``), and the importer's sort is
+    PyTorch's stable order either way (``stablehlo._sort``). Returns the undo list for ``_restore``."""
+    import torch
+
+    aten = torch.ops.aten
+    undo = []
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is aten.sort.stable:
+            undo.append((n, n.target, n.args, n.kwargs))
+            n.target = aten.sort.default
+            n.args = (n.args[0], n.kwargs.get("dim", -1), n.kwargs.get("descending", False))
+            n.kwargs = {}
+    return undo
+
+
 def _restore(undo: list) -> None:
     """Put back the nodes a rewrite for torch-mlir changed: the caller's graph module keeps its own
     (PyTorch's) semantics and code."""
-    for node, target, args in undo:
+    for node, target, args, *kwargs in undo:
         node.target, node.args = target, args
+        if kwargs:
+            node.kwargs = kwargs[0]
 
 
 def _lower(gm, name: str):
@@ -325,6 +344,7 @@ def _lower(gm, name: str):
     undo = _float_scalars_in_float_compares(gm)
     try:
         undo += _fmod_as_remainder(gm)
+        undo += _stable_sort_as_sort(gm)
         return pipeline.lower(torch_dialect_module(gm, name), name)
     finally:
         _restore(undo)

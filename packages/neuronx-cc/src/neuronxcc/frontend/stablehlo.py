@@ -687,6 +687,35 @@ def _reduce_arg(self, op, inputs, dims, body):
             self.emit(arg, values, dim=dims[0], keepdims=False, dtype=self.rtype(op, 1).dtype)]
 
 
+@_handles("stablehlo.sort")
+def _sort(self, op):
+    """torch.sort / argsort / topk as torch-mlir emits them: a sort of (values, iota along the dim)
+    whose comparator is one ``LT`` (ascending) or ``GT`` (descending) of the first operand's pair.
+    The graph orders the values once (``argsort``, PyTorch's stable order: NaN above every number,
+    -0.0 equal to 0.0 - what CPU returns, where the comparator alone leaves NaN unordered) and every
+    result is its operand gathered by those positions (a move: exact for every dtype)."""
+    operands = self.ins(op)
+    dim = mlir.int_attr(op.attributes["dimension"]) % max(operands[0].type.rank, 1)
+    args, body, ret = _body(op)
+    compare = body[0] if len(body) == 1 else None
+    direction = mlir.enum_value(compare.attributes["comparison_direction"]) if compare is not None and \
+        compare.name == "stablehlo.compare" else None
+    if (direction not in ("LT", "GT") or list(compare.operands) != [args[0], args[1]]
+            or list(ret.operands) != [compare.results[0]]):
+        names = ", ".join(o.name for o in body)
+        raise self.unsupported(f"sort comparator ({names}) is not one LT/GT of the first operand's elements "
+                               "(the form torch-mlir gives torch.sort, argsort and topk)")
+    x = operands[0]
+    index_dtype = next((v.type.dtype for v in operands[1:] if self.is_coordinate(v, dim)), "int32")
+    if not dtypes.is_int(index_dtype):
+        index_dtype = "int32"
+    if x.type.rank == 0 or x.type.shape[dim] <= 1:
+        return operands  # nothing to reorder
+    order = self.emit("argsort", x, dim=dim, descending=direction == "GT", dtype=index_dtype)
+    return [order if self.is_coordinate(v, dim) and v.type.dtype == index_dtype
+            else self.emit("take_along_axis", v, order, axis=dim) for v in operands]
+
+
 @_handles("stablehlo.reduce_window")
 def _reduce_window(self, op):
     """cumsum: an add-window covering the whole dim, padded by n-1 in front (torch-mlir's aten.cumsum)."""

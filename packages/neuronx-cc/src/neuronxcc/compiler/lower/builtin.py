@@ -3,4 +3,4 @@ with ``registry.register_lowering``)."""
 
 from __future__ import annotations
 
-from . import argreduce, cumsum, elementwise, indexing, matmul, movement, words64  # noqa: F401 (each registers itself)
+from . import argreduce, cumsum, elementwise, indexing, matmul, movement, sort, words64  # noqa: F401 (each registers itself)
