@@ -272,3 +272,18 @@ def test_the_tally_counts_programs_per_mode_and_row_until_the_finding(tmp_path):
     assert tally.summary()[0].startswith("eager: 4 programs, 1 clean, 1 excused (known issues), 1 neuron-only errors")
     with pytest.raises(ValueError, match="outcome 'passed'"):
         tally.record("eager", "passed")
+
+
+def test_nan_bits_row_excuses_only_differences_inside_nans():
+    from types import SimpleNamespace
+
+    from tnx_fuzz_known import KNOWN_ISSUES
+
+    applies = dict(KNOWN_ISSUES)[next(reason for reason, _ in KNOWN_ISSUES if reason.startswith("nan-bits"))]
+    program = {"inputs": [{"dtype": "int64"}], "steps": [{"op": "view_dtype", "params": {"dtype": {"dtype": "bfloat16"}}}]}
+    cpu_nan = torch.tensor([0x7FC07FC07FC07FC0, 5])
+    device_nan = torch.tensor([-0x003F003F003F0040, 5])  # 0xffc0ffc0ffc0ffc0: four -NaN bfloat16
+    assert applies(program, "eager", SimpleNamespace(kind="value", got=device_nan, expected=cpu_nan))
+    assert not applies(program, "eager", SimpleNamespace(kind="value", got=torch.tensor([0x7FC07FC07FC07FC0, 6]), expected=cpu_nan))
+    no_views = {"inputs": [{"dtype": "int64"}], "steps": [{"op": "neg"}]}
+    assert not applies(no_views, "eager", SimpleNamespace(kind="value", got=device_nan, expected=cpu_nan))
