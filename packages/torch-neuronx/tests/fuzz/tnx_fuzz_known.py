@@ -112,6 +112,11 @@ def _only_nan_bits_differ(program, mode, m) -> bool:
     return False
 
 
+def _compiled_shift_by_a_number(program, mode, m) -> bool:
+    return (mode == "compile" and m.kind == "neuron error" and "cannot compile 'torch.constant.int'" in m.message
+            and any(step["op"] in ("shift_left", "shift_right") for step in program["steps"]))
+
+
 KNOWN_ISSUES = [
     ("fuzz-27 - numerics: an 8/16/32-bit integer matmul saturates where CPU wraps and rounds through float32 past 2**24",
      _inexact_integer_matmul),
@@ -127,6 +132,7 @@ KNOWN_ISSUES = [
      _compiled_isinf_of_unsigned),
     ("nan-bits - not a bug: through a dtype view, the bits of a NaN an op made differ (IEEE 754 leaves its sign and payload "
      "unspecified; CPU's bfloat16 NaN is +0x7fc0, the device's keeps the sign)", _only_nan_bits_differ),
+    ("fuzz-33 - numerics: torch.compile of x >> k / x << k raises NeuronCompileError (torch.constant.int)", _compiled_shift_by_a_number),
     ("fuzz-28 - torchcore: an out= that is its own input (sum(x, 0, out=x)) is not resized or written as CPU's", _out_into_its_input),
 ]
 
