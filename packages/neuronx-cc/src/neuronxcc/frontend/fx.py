@@ -75,7 +75,27 @@ def decompositions() -> dict:
     table[aten.div.Scalar_mode] = _div_mode
     table[aten.trunc.default] = _trunc
     table[aten.take.default] = _take
+    table[aten.cumprod.default] = _cumprod
     return table
+
+
+def _cumprod(self, dim, *, dtype=None):
+    """torch-mlir cannot lower cumprod: Hillis-Steele log-step products (``y[k] *= y[k - s]`` for
+    s = 1, 2, 4, ...: a slice, a multiply and a concatenation each), in the result dtype - integer
+    and bool inputs give int64, as CPU's; 16-bit floats multiply in fp32 and round once, as CPU
+    accumulates them. Integers are exact where the compiler's integer check allows the products
+    (int64 beyond 2**24 is refused: eager mode runs it on CPU)."""
+    torch = _torch()[0]
+    out_dtype = dtype or (self.dtype if self.dtype.is_floating_point or self.dtype.is_complex else torch.int64)
+    x = self.to(torch.float32 if out_dtype in (torch.float16, torch.bfloat16) else out_dtype)
+    if x.dim() == 0:
+        return x.to(out_dtype).clone()
+    dim = dim % x.dim()
+    n, step = x.shape[dim], 1
+    while step < n:
+        x = torch.cat([x.narrow(dim, 0, step), x.narrow(dim, step, n - step) * x.narrow(dim, 0, n - step)], dim)
+        step *= 2
+    return x.to(out_dtype) if x.dtype != out_dtype else x.clone() if step == 1 else x
 
 
 def _take(self, index):
