@@ -117,6 +117,17 @@ def _compiled_shift_by_a_number(program, mode, m) -> bool:
             and any(step["op"] in ("shift_left", "shift_right") for step in program["steps"]))
 
 
+def _float_sum_into_an_integer_out(program, mode, m) -> bool:
+    return (m.kind == "value" and _step_op(program, m) in ("sum_out", "sum_out_into", "cumsum_out", "cumsum_out_into")
+            and bool(m.operands) and m.operands[0].dtype.is_floating_point and m.expected is not None
+            and not m.expected.dtype.is_floating_point and m.expected.dtype != torch.bool)
+
+
+def _compiled_index_select_of_0d(program, mode, m) -> bool:
+    return (mode == "compile" and m.kind == "neuron error" and "cannot compile 'aten.index_select.default'" in m.message
+            and "a dim argument over a 0-dim tensor" in m.message)
+
+
 KNOWN_ISSUES = [
     ("fuzz-27 - numerics: an 8/16/32-bit integer matmul saturates where CPU wraps and rounds through float32 past 2**24",
      _inexact_integer_matmul),
@@ -134,6 +145,9 @@ KNOWN_ISSUES = [
     ("nan-bits - not a bug: through a dtype view, the bits of a NaN an op made differ (IEEE 754 leaves its sign and payload "
      "unspecified; CPU's bfloat16 NaN is +0x7fc0, the device's keeps the sign)", _only_nan_bits_differ),
     ("fuzz-33 - numerics: torch.compile of x >> k / x << k raises NeuronCompileError (torch.constant.int)", _compiled_shift_by_a_number),
+    ("fuzz-34 - torchcore: sum/cumsum of floats into an integer out= sums in float (CPU in the out's dtype)",
+     _float_sum_into_an_integer_out),
+    ("fuzz-35 - numerics: torch.compile of index_select over a 0-d tensor raises NeuronCompileError", _compiled_index_select_of_0d),
     ("fuzz-28 - torchcore: an out= that is its own input (sum(x, 0, out=x)) is not resized or written as CPU's", _out_into_its_input),
 ]
 
