@@ -13,6 +13,7 @@
 #include "runtime/NeuronFunctions.h"
 #include "runtime/NeuronGenerator.h"
 #include "runtime/NeuronHostAllocator.h"
+#include "runtime/NeuronStream.h"
 
 using namespace torch_neuronx;
 
@@ -26,6 +27,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     g_bridge = new py::object(std::move(bridge));  // lives as long as the process
     g_capacity = std::move(capacities);
     g_device_count = static_cast<int>(g_capacity.size());
+    watch_stream_objects();
   });
   m.def("current_device", [] { return static_cast<int>(t_device); });
   m.def("set_device", [](int d) {

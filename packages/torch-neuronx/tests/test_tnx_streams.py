@@ -3,6 +3,11 @@ stream, independence across streams, and cross-stream order only through events.
 
 from __future__ import annotations
 
+import gc
+import os
+import threading
+
+import pytest
 import torch
 import torch_neuronx
 from tnx_helpers import assert_equal, gate_stream
@@ -142,25 +147,34 @@ def test_non_blocking_copies_on_a_side_stream():
     assert_equal(back, torch.arange(1 << 12, dtype=torch.float32) * 2)
 
 
-def test_collected_streams_release_their_queues():
-    """2,000 streams made and dropped do not pile up runtime queues (each was one, forever)."""
-    import gc
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
+
+@pytest.mark.parametrize("make", [torch_neuronx.Stream, lambda: torch.Stream(device="neuron")],
+                         ids=["torch_neuronx.Stream", "torch.Stream"])
+def test_collected_streams_release_their_queues(make):
+    """2,001 streams made and dropped leave the queue count, the threads and the memory at their
+    baseline (each stream was a runtime queue forever, +23 KiB each; then, once released, a
+    worker thread for ~5 s)."""
     device = execution.runtime().device(0)
     x = torch.ones(64, device="neuron")
-    torch_neuronx.Stream()
+    make()
     gc.collect()
-    before = len(device.queues)
-    for i in range(2000):
-        s = torch_neuronx.Stream()
+    before, threads, rss = len(device.queues), threading.active_count(), _rss_bytes()
+    for i in range(2001):
+        s = make()
         if i % 500 == 0:
             with torch.neuron.stream(s):
                 x.add_(1)  # some of them did work: it still runs, in order
         del s
-    torch_neuronx.Stream()
+    make()
     torch.neuron.synchronize()
     assert len(device.queues) <= before + 2, [q.name for q in device.queues]
-    assert_equal(x, torch.full((64,), 5.0))
+    assert threading.active_count() <= threads + 6  # the few streams that did work may still have theirs
+    assert _rss_bytes() - rss < 8 << 20  # 2,001 leaked queues (or their threads) were ~40 MiB
+    assert_equal(x, torch.full((64,), 6.0))
 
 
 def test_a_released_stream_still_current_keeps_its_order():
@@ -176,3 +190,25 @@ def test_a_released_stream_still_current_keeps_its_order():
     finally:
         torch.neuron.set_stream(torch.neuron.default_stream())
     assert_equal(x, torch.full((1000,), 3.0))
+
+
+def test_a_plain_torch_stream_kept_alive_keeps_its_queue_and_its_work():
+    device = execution.runtime().device(0)
+    kept = torch.Stream(device="neuron")
+    x = torch.zeros(8, device="neuron")
+    with torch.neuron.stream(kept):
+        x.add_(2)
+    for _ in range(50):
+        torch.Stream(device="neuron")  # dropped: released at the next new stream
+    gc.collect()
+    torch.Stream(device="neuron")
+    assert f"stream{kept.stream_id}" in [q.name for q in device.queues]
+    rebuilt = torch.Stream(stream_id=kept.stream_id, device_index=kept.device_index, device_type=kept.device_type)
+    del rebuilt  # a stream rebuilt from its ids made no new stream: dropping it releases nothing
+    gc.collect()
+    torch.Stream(device="neuron")
+    with torch.neuron.stream(kept):
+        x.mul_(3)
+    kept.synchronize()
+    assert f"stream{kept.stream_id}" in [q.name for q in device.queues]
+    assert_equal(x, torch.full((8,), 6.0))

@@ -13,4 +13,9 @@ c10::Stream exchange_stream(const c10::Stream& s);  // make s current on its dev
 bool query_stream(const c10::Stream& s);
 void synchronize_stream(const c10::Stream& s);
 
+// torch.Stream(device="neuron") objects hold only their ids, so nothing tells the device when
+// one is collected: wrap torch.Stream's constructor so that each object that made a new neuron
+// stream is handed to the bridge (stream_made), which releases its queue once it is collected.
+void watch_stream_objects();
+
 }  // namespace torch_neuronx

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 
 import numpy as np
 import torch
@@ -131,6 +132,12 @@ class Bridge:
         self._queues[(device, stream_id)] = self.runtime.device(device).new_queue(f"stream{stream_id}")
         return stream_id
 
+    def stream_made(self, stream: torch.Stream) -> None:
+        """``stream``, a torch.Stream object (or a subclass: torch_neuronx.Stream), made a new
+        stream: its queue is released once the object is collected. Called by _C's wrapper of
+        torch.Stream's constructor - the object holds only ids, so nothing else would tell."""
+        weakref.finalize(stream, self.stream_collected, stream.device_index, stream.stream_id)
+
     def stream_collected(self, device: int, stream_id: int) -> None:
         """The Python object of a stream made by ``new_stream`` was collected: its queue is
         released (at the next ``new_stream``), so streams made and dropped in a loop do not pile
@@ -143,7 +150,8 @@ class Bridge:
             if key not in self._queues:
                 continue
             queue = self.queue(*key)  # launches work the layers above deferred on it
-            self._released_streams[key] = queue.record_event()
+            if not queue.query():  # work still queued: a re-created queue must start after it
+                self._released_streams[key] = queue.record_event()  # (an idle one's marker would start a worker thread)
             del self._queues[key]
             queue.release()  # finishes its work, then leaves the device
         for key, event in list(self._released_streams.items()):

@@ -8,7 +8,6 @@ order; across streams only events order it) and each event to a runtime event, w
 
 from __future__ import annotations
 
-import weakref
 from contextlib import contextmanager
 
 import torch
@@ -28,16 +27,15 @@ def _device(device=None) -> torch.device:
 
 
 class Stream(torch.Stream):
-    """A new stream (queue) on a neuron device. Its runtime queue is released once the stream is
-    collected (after the work queued on it); using its id again (a stream reconstructed from it,
-    or one still current) gets a new queue that starts after that work."""
+    """A new stream (queue) on a neuron device (default: the current one). Its runtime queue is
+    released once the stream is collected (after the work queued on it), as that of a plain
+    ``torch.Stream(device="neuron")`` is; using its id again (a stream reconstructed from it, or
+    one still current) gets a new queue that starts after that work."""
 
     def __new__(cls, device=None, priority: int = 0, **kwargs):
         if kwargs:  # reconstruction from (stream_id, device_index, device_type)
             return super().__new__(cls, **kwargs)
-        stream = super().__new__(cls, device=_device(device), priority=priority)
-        weakref.finalize(stream, state.bridge().stream_collected, stream.device_index, stream.stream_id)
-        return stream
+        return super().__new__(cls, device=_device(device), priority=priority)
 
 
 class Event(torch.Event):
