@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 import torch_neuronx
-from tnx_helpers import assert_equal
+from tnx_helpers import assert_equal, gate_stream
 
 
 def test_device_generator():
@@ -64,14 +66,9 @@ def test_random_ops_and_dropout():
 def test_random_ops_draw_in_program_order():
     # Even with the stream busy, a random op takes its numbers when it is issued: reseeding the
     # generator afterwards must not change them.
-    import threading
-
-    from torch_neuronx import execution
-
     g = torch.Generator(device="neuron").manual_seed(1)
-    gate = threading.Event()
-    execution.queue(0).submit(lambda: gate.wait(30), name="gate")
-    threading.Timer(0.2, gate.set).start()
+    gate = gate_stream()
+    threading.Timer(0.2, gate.set).start()  # a random op waits for the work queued before it: let it through
     a = torch.randn(6, device="neuron", generator=g)
     g.manual_seed(99)
     b = torch.randn(6, device="neuron", generator=g)
