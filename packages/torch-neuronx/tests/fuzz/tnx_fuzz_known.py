@@ -128,6 +128,20 @@ def _compiled_index_select_of_0d(program, mode, m) -> bool:
             and "a dim argument over a 0-dim tensor" in m.message)
 
 
+def _compiled_argsort_over_a_size_1_dim(program, mode, m) -> bool:
+    if mode != "compile" or m.kind != "value":
+        return False
+    from tnx_fuzz_runner import operand_shapes
+
+    shapes = operand_shapes(program)
+    for i, step in enumerate(program["steps"]):
+        if step["op"] == "argsort" and shapes[i] and shapes[i][0]:
+            shape, d = shapes[i][0], step.get("params", {}).get("dim", -1)
+            if shape[d] == 1:
+                return True
+    return False
+
+
 KNOWN_ISSUES = [
     ("fuzz-27 - numerics: an 8/16/32-bit integer matmul saturates where CPU wraps and rounds through float32 past 2**24",
      _inexact_integer_matmul),
@@ -148,6 +162,11 @@ KNOWN_ISSUES = [
     ("fuzz-34 - torchcore: sum/cumsum of floats into an integer out= sums in float (CPU in the out's dtype)",
      _float_sum_into_an_integer_out),
     ("fuzz-35 - numerics: torch.compile of index_select over a 0-d tensor raises NeuronCompileError", _compiled_index_select_of_0d),
+    ("fuzz-36 - torchcore: an op CPU's kernel refuses, with a small out= to resize: RuntimeError (storage not resizable), "
+     "CPU NotImplementedError", lambda program, mode, m: m.kind == "error type" and "CPU raised NotImplementedError" in m.message
+     and "neuron raised RuntimeError: Trying to resize storage that is not resizable" in m.message),
+    ("fuzz-37 - lowering: a compiled program with argsort over a size-1 dim computes a later value wrong",
+     _compiled_argsort_over_a_size_1_dim),
     ("fuzz-28 - torchcore: an out= that is its own input (sum(x, 0, out=x)) is not resized or written as CPU's", _out_into_its_input),
 ]
 
