@@ -76,7 +76,74 @@ def decompositions() -> dict:
     table[aten.trunc.default] = _trunc
     table[aten.take.default] = _take
     table[aten.cumprod.default] = _cumprod
+    table[aten.scatter_reduce.two] = _scatter_reduce
+    table[aten.index_reduce.default] = _index_reduce
     return table
+
+
+# scatter_reduce's amax/amin/prod compare every index with every target position (a dense mask):
+# larger problems are not decomposed (torch-mlir refuses them: eager mode runs them on CPU).
+SCATTER_REDUCE_DENSE_MAX = 1 << 22
+
+
+def _scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+    """torch-mlir cannot lower scatter_reduce. ``sum`` and ``mean`` are scatter-adds (of the values
+    and of ones: the count); ``amax``/``amin``/``prod`` reduce, for each target position k along
+    ``dim``, the values whose index is k (a mask of index == k, so NaN propagates and integers are
+    exact as the reduction is). Positions no index names keep ``self``; ``include_self=False``
+    leaves ``self`` out of the named ones. Integer means round down, as CPU's."""
+    torch = _torch()[0]
+    if self.dim() == 0 or index.numel() == 0:
+        return NotImplemented
+    dim = dim % self.dim()
+    src = src[tuple(slice(0, n) for n in index.shape)]  # only the index's extent is scattered
+    count = torch.zeros_like(self, dtype=torch.int32 if not self.dtype.is_floating_point else self.dtype)
+    count = count.scatter_add(dim, index, torch.ones_like(src, dtype=count.dtype))
+    named = count > 0
+    if reduce in ("sum", "mean"):
+        base = self if include_self else torch.where(named, torch.zeros_like(self), self)
+        total = base.scatter_add(dim, index, src)
+        if reduce == "sum":
+            return total
+        count = (count + 1) if include_self else torch.where(named, count, torch.ones_like(count))
+        if self.dtype.is_floating_point:
+            return total / count.to(self.dtype)
+        return torch.div(total, count.to(self.dtype), rounding_mode="floor")
+    if reduce not in ("amax", "amin", "prod") or index.numel() * self.shape[dim] > SCATTER_REDUCE_DENSE_MAX:
+        return NotImplemented
+    n = self.shape[dim]
+    if self.dtype.is_floating_point:
+        identity = {"amax": float("-inf"), "amin": float("inf"), "prod": 1.0}[reduce]
+    else:
+        info = torch.iinfo(self.dtype) if self.dtype != torch.bool else None
+        identity = {"amax": info.min if info else False, "amin": info.max if info else True, "prod": 1}[reduce]
+    positions = torch.arange(n, device=self.device).reshape([n if k == dim else 1 for k in range(self.dim() + 1)])
+    mask = index.unsqueeze(dim) == positions  # [..., n, m, ...]: value j goes to position k
+    values = torch.where(mask, src.unsqueeze(dim), torch.full((), identity, dtype=self.dtype, device=self.device))
+    if reduce == "amax":
+        reduced = values.amax(dim + 1)
+    elif reduce == "amin":
+        reduced = values.amin(dim + 1)
+    else:
+        reduced = values.prod(dim + 1, dtype=self.dtype)
+    pads = []
+    for k in reversed(range(self.dim())):  # index extents below self's in the other dims: identity there
+        pads += [0, self.shape[k] - reduced.shape[k]]
+    if any(pads):
+        reduced = torch.nn.functional.pad(reduced, pads, value=identity)
+    if include_self:
+        combine = {"amax": torch.maximum, "amin": torch.minimum, "prod": torch.mul}[reduce]
+        return torch.where(named, combine(self, reduced), self)
+    return torch.where(named, reduced, self)
+
+
+def _index_reduce(self, dim, index, source, reduce, *, include_self=True):
+    """index_reduce is scatter_reduce with the index repeated along the other dims of ``source``."""
+    if self.dim() == 0:
+        return NotImplemented
+    dim = dim % self.dim()
+    full = index.reshape([-1 if k == dim else 1 for k in range(source.dim())]).expand(source.shape)
+    return _scatter_reduce(self, dim, full, source, reduce, include_self=include_self)
 
 
 def _cumprod(self, dim, *, dtype=None):
