@@ -196,3 +196,29 @@ def test_integer_powers_with_possibly_negative_exponents_are_refused():
 
     x = np.array([1, 2, -3], dtype=np.int8)
     assert "negative" in str(_refused(_graph({"x": x, "y": x.copy()}, build)))
+
+
+def _gram(g, x):
+    return [g.add1("dot_general", x, g.add1("transpose", x, perm=[1, 0]), lhs_contract=[1], rhs_contract=[0])]
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64"])
+def test_integer_matmuls_that_may_pass_2_24_or_wrap_are_refused(dtype):
+    # TensorE multiplies and accumulates in fp32: int8 [[100, 100], [1, 1]] @ .T saturated to 127
+    # (CPU wraps to 32), an int32 16777217 came back 16777216
+    x = np.zeros((2, 3), dtype=dtype)
+    err = _refused(_graph({"x": x}, _gram))
+    assert "dot_general" in str(err) and dtype in str(err) and "2**24" in str(err)
+
+
+def test_integer_matmuls_whose_sums_stay_exact_in_fp32_run_on_tensor_engine():
+    # int8 values widened to int32: sums of 7 products of at most 2**14 fit int32 and fp32 exactly
+    x = np.array([[-128, 3, 0, 7, 1, 2, 9], [1, 127, 127, -128, 15, 15, 4], [2, 0, 1, 0, 5, 6, -128]], dtype=np.int8)
+
+    def build(g, x):
+        return _gram(g, g.add1("convert", x, dtype="int32"))
+
+    program, exact, _ = check_values(_graph({"x": x}, build), {"x": x})
+    wide = x.astype(np.int32)
+    np.testing.assert_array_equal(exact["o0"], wide @ wide.T)
+    assert any(i.opcode == "MATMUL" for i in program.instructions)

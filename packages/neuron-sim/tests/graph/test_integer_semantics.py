@@ -133,3 +133,21 @@ def test_negative_integer_exponents_round_the_reciprocal_toward_zero():
     y = np.array([-1, -1, -2, -3, -2, 3, 2], dtype=np.int32)
     out = run(graph_of("int32", x.size, lambda g, a, b: [g.add1("power", a, b)]), {"x": x, "y": y})
     np.testing.assert_array_equal(out["o0"], [1, 0, 0, -1, 1, 0, 25])  # as torch's integer pow
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64"])
+def test_integer_dot_general_is_exact_and_wraps_as_pytorch(dtype):
+    # x @ x.T of [[100, 100], [1, 1]]-like rows: the products pass the dtype (and 2**24 for int32)
+    info = np.iinfo(dtype)
+    x = np.array([[info.max, info.max - 1, 3], [1, info.min, 2], [16777217 % (int(info.max) + 1), 1, 0]], dtype=dtype)
+    g = Graph("dot")
+    a = g.add_input("a", x.shape, dtype)
+    g.set_outputs([g.add1("dot_general", a, g.add1("transpose", a, perm=[1, 0]), lhs_contract=[1], rhs_contract=[0])],
+                  ["o0"])
+    out = run(g, {"a": x})
+    wide = x.astype(object)  # Python integers: the exact products and sums
+    exact = np.array(wide @ wide.T, dtype=object)
+    bits = info.bits
+    wrapped = [(int(v) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1)) if info.min < 0 else int(v) % (1 << bits)
+               for v in exact.reshape(-1)]
+    np.testing.assert_array_equal(out["o0"].reshape(-1), np.array(wrapped, dtype=dtype))

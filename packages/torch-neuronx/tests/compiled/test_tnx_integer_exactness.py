@@ -120,6 +120,46 @@ def test_comparisons_whose_operands_promote(name, adaptive):
         torch_neuronx.set_adaptive_eager(False)
 
 
+# Integer matmuls in every form users write (fuzz-27: TensorE's fp32 saturated int8 [[100, 100],
+# [1, 1]] @ .t() to 127 where CPU wraps to 32, and rounded an int32 16777217 to 16777216). Operands
+# are EDGES as [2, 4]: products and sums pass every dtype's range and 2**24.
+MATMULS = {
+    "mm": lambda x: torch.mm(x, x.t()),
+    "matmul": lambda x: torch.matmul(x, x.t()),
+    "gram": lambda x: x @ x.mT,
+    "bmm": lambda x: torch.bmm(x[None], x.t()[None]),
+    "addmm": lambda x: torch.addmm(x[:, 1:3], x, x.t()),
+    "einsum": lambda x: torch.einsum("ij,kj->ik", x, x),
+    "tensordot": lambda x: torch.tensordot(x, x, dims=([1], [1])),
+    "linear": lambda x: torch.nn.functional.linear(x, x, x[:, 0]),
+    "outer_k1": lambda x: x[:, :1] @ x[:1, :],
+}
+MATMUL_REPRODUCERS = {
+    "int8_gram_wraps": (lambda x: torch.mm(x, x.t()), [[100, 100], [1, 1]], torch.int8),
+    "int32_past_2_24": (lambda x: x @ torch.tensor([[1, 3]], dtype=x.dtype, device=x.device), [[BIG], [1]],
+                        torch.int32),
+}
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+@pytest.mark.parametrize("name", sorted(MATMUL_REPRODUCERS))
+def test_integer_matmul_reproducers(name, adaptive):
+    torch_neuronx = pytest.importorskip("torch_neuronx")
+    fn, values, dtype = MATMUL_REPRODUCERS[name]
+    torch_neuronx.set_adaptive_eager(adaptive)
+    try:
+        _check(fn, values, dtype)
+    finally:
+        torch_neuronx.set_adaptive_eager(False)
+
+
+@pytest.mark.parametrize("form", sorted(MATMULS))
+@pytest.mark.parametrize("dtype", list(EDGES), ids=str)
+def test_integer_matmuls_are_exact_and_wrap_as_cpu(form, dtype):
+    fn = MATMULS[form]
+    _check(lambda x: fn(x.reshape(2, 4)), EDGES[dtype], dtype)
+
+
 @pytest.mark.parametrize("src", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 def test_float_to_integer_conversions_wrap_as_cpu(src):
     """CPU truncates to int32 (int64 for int64; NaN and out-of-range values: its minimum) and wraps

@@ -17,7 +17,14 @@ from tnx_helpers import assert_equal, run_python
 from torch_neuronx.dynamo.backend import NeuronCompileFallbackWarning
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compiled"))
-from test_tnx_integer_exactness import EDGES, MIXED_COMPARES, OPS, REPRODUCERS  # noqa: E402
+from test_tnx_integer_exactness import (  # noqa: E402
+    EDGES,
+    MATMUL_REPRODUCERS,
+    MATMULS,
+    MIXED_COMPARES,
+    OPS,
+    REPRODUCERS,
+)
 
 # Integer ops no engine computes exactly at these ranges: the graph runs op by op.
 REFUSED = {"cumsum", "argmin_abs", "argmin_neg", "floor_div"}
@@ -82,6 +89,32 @@ def test_integer_dtypes_near_their_extremes_compiled(op, dtype):
     assert_equal(got, expected)
     if (dtype, op) in WRAPPING:
         assert fallbacks  # computed on CPU, not saturated by the engines
+
+
+@pytest.mark.parametrize("form", sorted(MATMULS))
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8], ids=str)
+def test_integer_matmuls_compiled_are_exact_and_wrap_as_cpu(form, dtype):
+    # TensorE computes in fp32: past 2**24 or a wrap, the compiler refuses and the matmul runs on CPU
+    x = torch.tensor(EDGES[dtype], dtype=dtype).reshape(2, 4)
+    got, fallbacks = _compiled_warnings(MATMULS[form], x)
+    assert_equal(got, MATMULS[form](x))
+    assert fallbacks and "compile.inexact_integer" in str(fallbacks[0].message)
+
+
+@pytest.mark.parametrize("name", sorted(MATMUL_REPRODUCERS))
+def test_integer_matmul_reproducers_compiled(name):
+    fn, values, dtype = MATMUL_REPRODUCERS[name]
+    x = torch.tensor(values, dtype=dtype)
+    assert_equal(_compiled(fn, x), fn(x))
+
+
+def test_small_integer_matmuls_stay_compiled():
+    # int8 values widened to int32: every sum is exact in fp32 and fits, so TensorE computes it
+    fn = lambda x: x.int() @ x.int().t()  # noqa: E731
+    x = torch.tensor([[-128, 127, 3], [5, -7, 127]], dtype=torch.int8)
+    got, fallbacks = _compiled_warnings(fn, x)
+    assert_equal(got, fn(x))
+    assert not fallbacks
 
 
 def test_integer_division_by_zero_raises_as_cpu_does():

@@ -26,17 +26,6 @@ def _step_op(program, m) -> str | None:
     return program["steps"][m.step]["op"] if m.step is not None and m.step < len(program["steps"]) else None
 
 
-_MATMULS = {"mm", "bmm", "gram", "matmul", "einsum", "matmul_out", "matmul_out_into"}
-
-
-def _inexact_integer_matmul(program, mode, m) -> bool:
-    """A matmul of an 8/16/32-bit integer result that is not CPU's (it saturates on overflow and
-    rounds through float32 past 2**24)."""
-    if m.kind != "value" or _step_op(program, m) not in _MATMULS or m.got is None or m.expected is None:
-        return False
-    return m.expected.dtype in (torch.int8, torch.uint8, torch.int16, torch.int32) and m.got.dtype == m.expected.dtype
-
-
 def _out_shares_an_input(program, step: int) -> bool:
     """Does the ``out=`` operand of ``step`` share memory with one of its inputs (on CPU)?"""
     import warnings
@@ -143,8 +132,6 @@ def _compiled_argsort_over_a_size_1_dim(program, mode, m) -> bool:
 
 
 KNOWN_ISSUES = [
-    ("fuzz-27 - numerics: an 8/16/32-bit integer matmul saturates where CPU wraps and rounds through float32 past 2**24",
-     _inexact_integer_matmul),
     ("fuzz-14 - torchcore: an out-of-range gather (or index_select of a strided tensor) index raises IndexError at sync, CPU a RuntimeError",
      lambda program, mode, m: m.kind == "error type"
      and ("CPU raised RuntimeError: index" in m.message or "CPU raised RuntimeError: INDICES element is out of DATA bounds" in m.message)

@@ -6,8 +6,9 @@ data movement moves values; compares, min/max, sums, cumsum, argmin/argmax, args
 subtract and multiply compute the mathematical result wrapped to the result dtype (two's
 complement, as PyTorch and the GpSimd integer ALU do); integer division truncates and ``fmod``
 takes the dividend's sign (StableHLO's ``divide``/``remainder``); integer-to-integer converts wrap.
-Only ``dot_general`` (TensorE multiplies floats) and ops with a float operand or result compute
-integers in fp32. A compiler lowers an integer op only where the engines give these exact results
+``dot_general`` of integers is exact and wrapped too (TensorE multiplies in fp32, so a compiler
+puts it there only where fp32 is exact); ops with a float operand or result compute integers in
+fp32. A compiler lowers an integer op only where the engines give these exact results
 (neuronxcc's integer check) and refuses it otherwise. The fast executor uses these definitions;
 compiled ISA programs must agree with them.
 """
@@ -549,10 +550,11 @@ def _dot_infer(types, attrs):
     return [TensorType(shape, attrs.get("dtype", lhs.dtype))]
 
 
-def dot_operands(arrays, attrs) -> tuple[np.ndarray, np.ndarray]:
-    """A dot_general's operands as fp32 ``[batch, free, contract]`` and ``[batch, contract, free]``
-    (the PE array multiplies in fp32 and accumulates in fp32 PSUM)."""
-    lhs, rhs = (f32(a) for a in arrays)
+def dot_operands(arrays, attrs, as_operand=None) -> tuple[np.ndarray, np.ndarray]:
+    """A dot_general's operands as ``[batch, free, contract]`` and ``[batch, contract, free]``, each
+    converted by ``as_operand`` (default fp32: the PE array multiplies in fp32 and accumulates in
+    fp32 PSUM)."""
+    lhs, rhs = (as_operand(a) if as_operand is not None else f32(a) for a in arrays)
     lb, rb, lc, rc = (tuple(attrs.get(k, ())) for k in ("lhs_batch", "rhs_batch", "lhs_contract", "rhs_contract"))
     lfree = [i for i in range(lhs.ndim) if i not in lb + lc]
     rfree = [i for i in range(rhs.ndim) if i not in rb + rc]
@@ -565,7 +567,21 @@ def dot_operands(arrays, attrs) -> tuple[np.ndarray, np.ndarray]:
     return L.reshape(nb, m, nk), R.reshape(nb, nk, n)
 
 
+def integer_dot(arrays, attrs, out_type: TensorType) -> np.ndarray | None:
+    """An integer dot_general's exact result wrapped to ``out_type`` (PyTorch's integer matmul
+    wraps, whatever the order of its sums: two's complement is arithmetic modulo 2**bits), or None
+    when an operand or the result is a float. int64 products and sums wrap modulo 2**64 in numpy,
+    which is what the int64 result keeps."""
+    if not all(is_integer(a) for a in arrays) or dtypes.is_float(out_type.dtype):
+        return None
+    L, R = dot_operands(arrays, attrs, lambda a: a.astype(np.int64))
+    return wrap(np.matmul(L, R).reshape(out_type.shape), out_type.dtype)
+
+
 def _dot_eval(arrays, attrs, out_types):
+    exact = integer_dot(arrays, attrs, out_types[0])
+    if exact is not None:
+        return [exact]
     L, R = dot_operands(arrays, attrs)
     out = matmul(L, R)
     return [dtypes.convert(out.reshape(out_types[0].shape), out_types[0].dtype)]

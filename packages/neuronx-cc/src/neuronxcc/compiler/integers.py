@@ -10,7 +10,8 @@ allows (``integer_ranges.py``):
 * moves are exact for every dtype: views, copies, concatenate and pad of stored values, gathers
   (8-byte elements move as int32 word pairs) and constants (written by words);
 * an op computed on chip is exact in fp32 when its operands and result lie within +-2**24
-  ("small") and the result needs no wrap; an int64 operand outside that range arrives rounded (a
+  ("small") and the result needs no wrap - a dot_general (TensorE, fp32 PSUM) when every partial
+  sum of its products does; an int64 operand outside that range arrives rounded (a
   monotone rounding: order is kept, nothing becomes equal to a small value it was not), so a
   compare is exact when either side is strictly below 2**24 in magnitude, whatever the other;
 * int32/uint32 add, subtract, multiply, min/max, abs, negate, square, relu, sign and compares of
@@ -26,7 +27,7 @@ allows (``integer_ranges.py``):
   valid index is small, and an invalid one stays out of range, so the gather raises as it should.
 
 Anything else is refused: ``check_integers`` raises ``CompileError(INEXACT_INTEGER)`` naming the
-op, the dtypes and the ranges (int64 multiplication, cumsum, reductions and arg-reductions of values
+op, the dtypes and the ranges (integer matmuls whose sums may pass 2**24 or wrap, int64 multiplication, cumsum, reductions and arg-reductions of values
 that may exceed 2**24, integer division beyond it, 8/16-bit arithmetic that would wrap), and eager
 mode runs that op through CPU fallback; ``integer_refusals`` lists every refused node.
 """
@@ -67,7 +68,7 @@ INTEGER_ALU_DTYPES = ("int32", "uint32")
 # Ops the graph defines exactly on integers (neuron_sim.graph.ops); every other op with integer
 # operands is defined through fp32 there, as the engines compute it.
 EXACT_INTEGER_OPS = frozenset(INTEGER_UNARY) | frozenset(INTEGER_BINARY) | {
-    "reduce", "cumsum", "argmax", "argmin", "scatter", "index_add"}
+    "reduce", "cumsum", "argmax", "argmin", "scatter", "index_add", "dot_general"}
 IDENTITY_ON_INTEGERS = frozenset({"copy", "floor", "ceil", "round", "trunc"})
 WIDENED = frozenset({"bool", "int8", "uint8", "int16", "uint16", "int32"})  # -> int64 by words (sign-extended)
 # Results that are positions chosen by comparing the operand's values: rounding the operand changes
@@ -188,7 +189,9 @@ def _verdict(node, plan: IntegerPlan) -> str | None:
         return f"compare of {operands()}: only GpSimd's integer ALU compares these exactly (fp32 is exact to 2**24)"
     if op == "convert":
         return _convert_verdict(node, plan, ins[0], rounded, stored_int64)
-    if op in ("select", "and", "or", "xor", "not", "shift_left", "shift_right") or op not in EXACT_INTEGER_OPS:
+    # a dot_general with a float operand or result is the graph's fp32 product (integers loaded as fp32)
+    float_dot = op == "dot_general" and not (all(is_integer(v) for v in node.inputs) and is_integer(out))
+    if op in ("select", "and", "or", "xor", "not", "shift_left", "shift_right") or op not in EXACT_INTEGER_OPS or float_dot:
         # moved or computed bit for bit on chip (select, bitwise), or defined through fp32 by the
         # graph itself: exact as long as no int64 value passes a DMA cast on the way
         if rounded or stored_int64:
@@ -216,6 +219,10 @@ def _verdict(node, plan: IntegerPlan) -> str | None:
         return None
     what = f"reduce {node.attrs.get('kind')}" if op == "reduce" else op
     extra = "; int64 moves on and off the chip through fp32" if rounded or stored_int64 else ""
+    if op == "dot_general":
+        return (f"integer dot_general of {operands()} -> {_describe(out, ranges)}: TensorE multiplies and "
+                f"accumulates in fp32, exact only while every partial sum is within 2**24 and the result "
+                f"needs no wrap{extra}")
     return (f"integer {what} of {operands()}: fp32 is exact to 2**24 and GpSimd's integer ALU computes only "
             f"int32/uint32 {sorted(INTEGER_ALU_OPS)}{extra}")
 

@@ -80,6 +80,9 @@ def dot_into(arrays, attrs, out: np.ndarray) -> None:
 
 
 def _dot_eval(arrays, attrs, out_types):
+    exact = graph_ops.integer_dot(arrays, attrs, out_types[0])
+    if exact is not None:
+        return [exact]
     L, R = graph_ops.dot_operands(arrays, attrs)
     out = np.empty((L.shape[0], L.shape[1], R.shape[2]), dtype=np.float32)
     matmul_into(L, R, out)
