@@ -298,6 +298,33 @@ def test_16_bit_float_ops_compute_in_fp32_and_round_once(name, dtype):
     assert _within_one_ulp(got, fn(x)), (got, fn(x))
 
 
+_VARIANCES = {
+    "std_dim": lambda x: x.std(-1),
+    "var_dim": lambda x: x.var(-1),
+    "std_all": lambda x: x.std(),
+    "var_keepdim_c0": lambda x: x.var(0, keepdim=True, correction=0),
+    "var_mean": lambda x: torch.var_mean(x, -1)[0],
+    "var_mean_mean": lambda x: torch.var_mean(x, -1)[1],
+    "std_mean": lambda x: torch.std_mean(x, (0, 1))[0],
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", sorted(_VARIANCES))
+def test_16_bit_variances_do_not_overflow_where_cpu_does_not(name, dtype):
+    """fuzz-29: bfloat16 [1e38] * 4 had std inf (its fp32 sum overflowed), CPU 0.0 (Welford in
+    float64); [1e38, -1e38] has a finite std although its variance overflows fp32. Values near the
+    dtype's largest, ordinary values, a row of zeros: within one 16-bit rounding of CPU's."""
+    big = torch.finfo(dtype).max / 3.5
+    x = torch.tensor([[big, big, big, big], [big, -big, big, 0.5], [1.5, -2.0, 3.25, 0.0], [0.0, 0.0, 0.0, 0.0]],
+                     dtype=dtype)
+    fn = _VARIANCES[name]
+    got = _lowered_16_bit(fn, x)
+    want = fn(x)
+    assert bool((want.isfinite() == got.isfinite()).all()), (got, want)
+    assert _within_one_ulp(got[want.isfinite()], want[want.isfinite()]), (got, want)
+
+
 def test_ops_that_round_once_lower_to_one_graph_op():
     """What ROUNDS_ONCE promises: each of its pointwise ops on float16 is one computing graph op."""
     from neuronxcc.frontend.fx_rewrites import ROUNDS_ONCE

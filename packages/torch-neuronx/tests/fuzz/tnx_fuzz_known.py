@@ -49,13 +49,6 @@ def _out_into_its_input(program, mode, m) -> bool:
             and (step["args"][-1] in step["args"][:-1] or _out_shares_an_input(program, m.step)))
 
 
-def _overflowing_16_bit_variance(program, mode, m) -> bool:
-    """var/std of a float16/bfloat16 operand: neuron not finite where CPU is."""
-    return (m.kind == "value" and _step_op(program, m) in ("var", "std") and bool(m.operands)
-            and m.operands[0].dtype in (torch.float16, torch.bfloat16) and m.got is not None and m.expected is not None
-            and m.got.shape == m.expected.shape and bool((~m.got.isfinite() & m.expected.isfinite()).any()))
-
-
 def _compiled_broadcast_output_materialized(program, mode, m) -> bool:
     """A compiled output CPU returns as a broadcast view (a stride 0 over a dim longer than 1)
     comes back contiguous, with CPU's values."""
@@ -136,7 +129,6 @@ KNOWN_ISSUES = [
      lambda program, mode, m: m.kind == "error type"
      and ("CPU raised RuntimeError: index" in m.message or "CPU raised RuntimeError: INDICES element is out of DATA bounds" in m.message)
      and "neuron raised IndexOutOfBoundsError" in m.message),
-    ("fuzz-29 - numerics: var/std of a 16-bit float overflows to inf where CPU's is finite", _overflowing_16_bit_variance),
     ("fuzz-30 - numerics: a compiled output that is a broadcast view of an intermediate comes back contiguous",
      _compiled_broadcast_output_materialized),
     ("fuzz-31 - torchcore: floor division's result takes its second operand's layout where CPU's takes the first's",

@@ -36,6 +36,13 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   their operands converted to float32, and their results are converted back. Ops that lower to one
   graph op (which computes in fp32 and rounds once) or only move data keep their dtype
   (``ROUNDS_ONCE``).
+* ``var`` / ``std`` / ``var_mean`` / ``std_mean`` of float16 / bfloat16: CPU's kernel is Welford's
+  in float64 (``WelfordOps<scalar_t, double>``), so ``[1e38] * 4`` in bfloat16 has std 0.0 and
+  ``[1e38, -1e38]`` std 1.4e38; in fp32 the sum of the values and of the squared deviations
+  overflowed to inf. The values are scaled by their largest magnitude first (in fp32: two passes
+  over ``x / s``, each deviation at most 2), and the variance is ``var(x / s) * s * s``, the std
+  ``std(x / s) * s``, the mean ``mean(x / s) * s`` - finite wherever CPU's 16-bit result is, and
+  within an fp32 rounding or two of CPU's float64 value before the one 16-bit rounding.
 * float -> integer conversions (``_to_copy``, ``convert_element_type``): the NeuronCore's write
   saturates; CPU converts to int64 (for int64) or int32 (for the rest) - NaN and values out of
   that range become its minimum - and an 8- or 16-bit result wraps those bits (-1.0 -> 255 as
@@ -94,6 +101,7 @@ def _rewrite(gm) -> None:
     halves = {getattr(torch, name) for name in _HALF_NAMES}
     compares = {getattr(getattr(aten, name), overload) for name in ("eq", "ne", "lt", "le", "gt", "ge")
                 for overload in ("Scalar", "Tensor")}
+    variances = {aten.var.correction, aten.std.correction, aten.var_mean.correction, aten.std_mean.correction}
     changed = _zero_size_results(gm.graph)
     for node in list(gm.graph.nodes):
         if node.op != "call_function":
@@ -123,6 +131,8 @@ def _rewrite(gm) -> None:
             changed |= _compare_in_result_dtype(gm.graph, node)
         elif node.target in (aten._to_copy.default, torch.ops.prims.convert_element_type.default):
             changed |= _float_to_integer_as_cpu(gm.graph, node)
+        elif node.target in variances and _of_16_bit_floats(node.args[0], halves):
+            changed |= _scaled_variance(gm.graph, node)
         elif _rounds_per_step(node, halves):
             changed |= _reduce_as(gm.graph, node, torch.float32, halves)
     changed |= _lift_dim_ops_over_0dim(gm.graph)
@@ -368,6 +378,85 @@ def _reduce_as(graph, node, dtype, sources=None) -> bool:
             back = _narrowed(graph, r, wanted[r], like=node)
         for user in users:
             user.replace_input_with(r, back)
+    return True
+
+
+def _of_16_bit_floats(x, halves) -> bool:
+    """Whether ``x`` holds 16-bit float values: of a 16-bit dtype, or converted from one to fp32
+    (torch's ``std`` decomposition upcasts before its ``var``)."""
+    import torch
+
+    if _dtype(x) in halves:
+        return True
+    converts = (torch.ops.prims.convert_element_type.default, torch.ops.aten._to_copy.default)
+    return (getattr(x, "target", None) in converts and _dtype(x) == torch.float32 and bool(x.args)
+            and _dtype(x.args[0]) in halves)
+
+
+def _scaled_variance(graph, node) -> bool:
+    """``var``/``std``/``var_mean``/``std_mean`` (``.correction``) of a 16-bit float ``x`` over ``dim``
+    as CPU's float64 Welford gives it, in fp32: ``s = max(|x|)`` (at least fp32's smallest normal,
+    so all-zero rows stay 0; NaN and inf make NaN, as in CPU's), ``y = x / s``, the two-pass
+    variance of ``y`` divided by ``max(0, n - correction)``, scaled back by ``s`` (see the module
+    docstring). Results are rounded to the result dtype once."""
+    import torch
+
+    aten = torch.ops.aten
+    x = node.args[0]
+    val = x.meta["val"]
+    dims = _arg(node, 1, "dim")
+    dims = list(range(val.dim())) if dims is None or len(dims) == 0 else [d % max(val.dim(), 1) for d in dims]
+    correction = node.kwargs.get("correction", 1)
+    correction = 1 if correction is None else correction
+    keepdim = node.kwargs.get("keepdim", False)
+    count = math.prod(val.shape[d] for d in dims) if val.dim() else 1
+    if val.dim() == 0 or count == 0:
+        return False  # a 0-d or empty reduction: nothing overflows, torch-mlir's form is CPU's
+    name = node.target.overloadpacket.__name__
+    if name.endswith("_mean"):
+        if any(u.target is not operator.getitem for u in node.users):
+            return False
+        parts = {u.args[1]: u for u in node.users}  # the nodes standing for the variance (0) and the mean (1)
+    else:
+        parts = {0: node}
+    spread_of = parts.get(0)
+    roots = list(spread_of.users) if spread_of is not None else []
+    # torch's std decompositions are sqrt(var(x)): var itself may overflow fp32 where the std does not
+    rooted = name.startswith("var") and bool(roots) and all(u.target is aten.sqrt.default for u in roots)
+    take_sqrt = name.startswith("std") or rooted
+    with graph.inserting_before(node):
+        x32 = _call(graph, aten._to_copy.default, (x,), {"dtype": torch.float32}, like=node)
+        s = _call(graph, aten.amax.default, (_call(graph, aten.abs.default, (x32,), like=node), dims, True), like=node)
+        s = _call(graph, aten.clamp_min.default, (s, torch.finfo(torch.float32).tiny), like=node)
+        y = _call(graph, aten.div.Tensor, (x32, s), like=node)
+        mean_y = _call(graph, aten.mean.dim, (y, dims, True), like=node)
+        d = _call(graph, aten.sub.Tensor, (y, mean_y), like=node)
+        squares = _call(graph, aten.sum.dim_IntList, (_call(graph, aten.mul.Tensor, (d, d), like=node), dims, keepdim),
+                        like=node)
+        var_y = _call(graph, aten.div.Tensor, (squares, float(max(0, count - correction))), like=node)
+        reduced = [n for i, n in enumerate(val.shape) if i not in dims]
+        scale = s if keepdim else _call(graph, aten.view.default, (s, reduced), like=node)
+        if take_sqrt:
+            spread = _call(graph, aten.mul.Tensor, (_call(graph, aten.sqrt.default, (var_y,), like=node), scale), like=node)
+        else:
+            spread = _call(graph, aten.mul.Tensor, (_call(graph, aten.mul.Tensor, (var_y, scale), like=node), scale),
+                           like=node)
+        mean_of = parts.get(1)
+        if mean_of is not None:
+            mean = mean_y if keepdim else _call(graph, aten.view.default, (mean_y, reduced), like=node)
+            mean = _call(graph, aten.mul.Tensor, (mean, scale), like=node)
+    replaced = [(r, spread) for r in roots] if rooted else ([(spread_of, spread)] if spread_of is not None else [])
+    if mean_of is not None:
+        replaced.append((mean_of, mean))
+    for old, new in replaced:
+        dtype = old.meta["val"].dtype
+        if dtype != torch.float32:
+            with graph.inserting_before(old):
+                new = _call(graph, aten._to_copy.default, (new,), {"dtype": dtype}, like=node)
+        old.replace_all_uses_with(new)
+    # the replaced nodes (roots or results), then var_mean's item 0 (or var itself), then the op
+    for old in dict.fromkeys([r for r, _ in replaced] + ([spread_of] if rooted else []) + [node]):
+        graph.erase_node(old)
     return True
 
 
