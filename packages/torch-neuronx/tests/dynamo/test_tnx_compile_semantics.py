@@ -111,3 +111,29 @@ def test_empty_and_resized_out_tensors_match_eager(name):
     expected = fn(make("cpu"))
     assert (got.shape, got.stride(), got.dtype) == (expected.shape, expected.stride(), expected.dtype)
     torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)
+
+
+BROADCAST_OUTPUTS = {
+    "expand": lambda x: (x * 2).expand(2, 3),
+    "expand_column": lambda x: (x * 2)[:, None].expand(3, 4),
+    "expanded_and_its_base": lambda x: (lambda y: (y.expand(2, 3), y))(x * 2),
+    "expand_then_transpose": lambda x: (x + 1).unsqueeze(0).expand(5, 3).t(),
+    "every_other": lambda x: (x * 3)[::2],
+    "expand_of_a_transposed_result": lambda x: (x[:, None] * x).t()[None].expand(2, 3, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROADCAST_OUTPUTS))
+def test_broadcast_and_gapped_views_of_computed_values_keep_eager_strides(name):
+    """fuzz-30: ``(x * 2).expand(2, 3)`` came back contiguous (3, 1); eager and inductor give the
+    view (0, 1) - its elements share memory, as eager's do."""
+    fn = BROADCAST_OUTPUTS[name]
+    torch._dynamo.reset()
+    x = torch.tensor([1.0, -2.0, 3.5])
+    got, expected = torch.compile(fn, backend="neuron")(x.to("neuron")), fn(x)
+    got, expected = (got if isinstance(got, tuple) else (got,)), (expected if isinstance(expected, tuple) else (expected,))
+    for g, e in zip(got, expected):
+        assert (g.shape, g.stride(), g.storage_offset()) == (e.shape, e.stride(), e.storage_offset())
+        torch.testing.assert_close(g.cpu(), e, rtol=0, atol=0)
+    if name == "expanded_and_its_base":
+        assert got[0].untyped_storage().data_ptr() == got[1].untyped_storage().data_ptr()

@@ -49,18 +49,6 @@ def _out_into_its_input(program, mode, m) -> bool:
             and (step["args"][-1] in step["args"][:-1] or _out_shares_an_input(program, m.step)))
 
 
-def _compiled_broadcast_output_materialized(program, mode, m) -> bool:
-    """A compiled output CPU returns as a broadcast view (a stride 0 over a dim longer than 1)
-    comes back contiguous, with CPU's values."""
-    want, got = m.expected, m.got
-    if mode != "compile" or "dtype/shape/strides" not in m.message or want is None or got is None:
-        return False
-    if got.dtype != want.dtype or got.shape != want.shape or 0 not in [s for s, n in zip(want.stride(), want.shape) if n > 1]:
-        return False
-    same = got == want
-    return bool((same | (got.isnan() & want.isnan()) if want.dtype.is_floating_point else same).all())
-
-
 def _floor_division_layout(program, mode, m) -> bool:
     return m.kind == "layout" and _step_op(program, m) in ("floordiv", "div_floor")
 
@@ -129,8 +117,6 @@ KNOWN_ISSUES = [
      lambda program, mode, m: m.kind == "error type"
      and ("CPU raised RuntimeError: index" in m.message or "CPU raised RuntimeError: INDICES element is out of DATA bounds" in m.message)
      and "neuron raised IndexOutOfBoundsError" in m.message),
-    ("fuzz-30 - numerics: a compiled output that is a broadcast view of an intermediate comes back contiguous",
-     _compiled_broadcast_output_materialized),
     ("fuzz-31 - torchcore: floor division's result takes its second operand's layout where CPU's takes the first's",
      _floor_division_layout),
     ("fuzz-32 - numerics: torch.compile of isinf of a bool/uint8 tensor raises NeuronCompileError (stablehlo.abs of i1/ui8)",

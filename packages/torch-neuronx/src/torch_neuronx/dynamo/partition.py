@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import fx
 
+from ..compiled.tracing import dense_permutation, is_row_major
 from .errors import unsupported
 
 ARG, HOST, RANDOM, CONSTANT, DEVICE, DROPOUT = "arg", "host", "random", "constant", "device", "dropout"
@@ -84,6 +85,8 @@ class Partition:
     kind: dict = field(default_factory=dict)  # node -> ARG / HOST / RANDOM / CONSTANT / DEVICE / DROPOUT
     device_outputs: list = field(default_factory=list)  # device nodes the NEFF writes, in output order
     input_views: dict = field(default_factory=dict)  # output node -> (placeholder, view nodes to replay)
+    # output node -> (device node, view nodes to replay): a broadcast or gapped view of a computed value
+    output_views: dict = field(default_factory=dict)
     mutations: dict = field(default_factory=dict)  # copy_ node -> (placeholder it writes, node of the new value)
 
     def nodes_of(self, kind: str) -> list[fx.Node]:
@@ -130,27 +133,41 @@ def partition(gm: fx.GraphModule) -> Partition:
             kind[node] = DEVICE
 
     # A view of an argument (a transposed weight saved for the backward) is made by replaying its
-    # view ops on the real argument after the launch: zero-copy, with eager's strides. Other
-    # outputs, views of computed values included, are written by the NEFF with their traced strides.
+    # view ops on the real argument after the launch: zero-copy, with eager's strides. A view of a
+    # computed value with no dense layout (``(x * 2).expand(2, 3)``: a stride 0) is replayed the
+    # same way on the NEFF's result for the value it views, so it keeps eager's strides and aliasing
+    # instead of being written out row-major. Other outputs, dense views of computed values
+    # included, are written by the NEFF with their traced strides.
     for out in outputs:
-        chain = _view_chain_to_argument(out, kind)
-        if chain is not None:
-            part.input_views[out] = chain
-    written = [*outputs, *(value for _target, value in part.mutations.values())]
+        found = _view_chain(out, kind)
+        if found is not None and kind.get(found[0]) == ARG:
+            part.input_views[out] = found
+        elif found is not None and kind.get(found[0]) == DEVICE and not _dense(out.meta.get("val")):
+            part.output_views[out] = found
+    written = [*(part.output_views[o][0] if o in part.output_views else o for o in outputs),
+               *(value for _target, value in part.mutations.values())]
     part.device_outputs = list(dict.fromkeys(o for o in written if kind.get(o) == DEVICE and o not in part.input_views))
     return part
 
 
-def _view_chain_to_argument(node, kind: dict):
-    """(placeholder, view nodes from it to ``node``) when ``node`` is views all the way down to a
-    device argument, each taking nothing else from the graph; else None."""
+def _dense(value) -> bool:
+    """Whether a traced tensor's elements fill their storage span one to one, in some dim order."""
+    if not isinstance(value, torch.Tensor):
+        return True
+    shape, strides = tuple(value.shape), tuple(value.stride())
+    return is_row_major(shape, strides) or dense_permutation(shape, strides) is not None
+
+
+def _view_chain(node, kind: dict):
+    """(base, view nodes from it to ``node``) when ``node`` is device views of ``base``, each taking
+    nothing else from the graph; else None."""
     chain = []
     while isinstance(node, fx.Node) and kind.get(node) == DEVICE and is_view(node):
         if any(n is not node.args[0] for n in node.all_input_nodes):
             return None
         chain.append(node)
         node = node.args[0]
-    if not chain or not isinstance(node, fx.Node) or kind.get(node) != ARG:
+    if not chain or not isinstance(node, fx.Node):
         return None
     return node, chain[::-1]
 

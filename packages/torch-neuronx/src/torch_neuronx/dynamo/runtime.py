@@ -9,7 +9,8 @@ Per call (boxed: AOTAutograd hands over the argument list and we free it):
 2. the NEFF of the device graph for these input layouts is launched on the current stream, its
    inputs and outputs bound zero-copy to the tensors' device memory;
 3. the graph's outputs are assembled: NEFF results, inputs passed through, views of inputs
-   (replayed on the real tensors), host values, draws.
+   (replayed on the real tensors), broadcast views of NEFF results (replayed on them), host
+   values, draws.
 
 A call whose input strides differ from the compiled ones compiles a variant for them (logged).
 """
@@ -154,6 +155,12 @@ class CompiledGraph:
             if node in self.part.mutations:  # copy_ returns the argument it wrote
                 node = self.part.mutations[node][0]
             return args[self.placeholder_index[node]]
+
+        for node, (base, chain) in self.part.output_views.items():  # broadcast views of computed values
+            t = result(base)
+            for view in chain:
+                t = view.target(t, *view.args[1:], **view.kwargs)
+            values[node] = t
 
         # Mutations the NEFF did not write in place: copied in after the launch (queue order).
         for target, value in self.part.mutations.values():
