@@ -45,6 +45,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("default_generator", [](int d) {
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(default_generator(static_cast<c10::DeviceIndex>(d))));
   });
+  // (seed, offset) of a neuron generator for one draw, its offset advanced by `increment`.
+  m.def("philox_reserve", [](py::handle generator, uint64_t increment) {
+    TORCH_CHECK_TYPE(THPGenerator_Check(generator.ptr()), "expected a torch.Generator");
+    return reserve(THPGenerator_Unwrap(generator.ptr()), increment);
+  });
   // A 0-dim CPU tensor flagged as a wrapped number: how ATen passes a Python scalar to a Tensor
   // argument (it promotes like a scalar). Python cannot set the flag; the CPU fallback needs it.
   m.def("wrapped_number", [](py::handle value) {

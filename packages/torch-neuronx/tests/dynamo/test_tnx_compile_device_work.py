@@ -1,6 +1,6 @@
-"""What a compiled graph puts on the device besides its NEFF: dropout masks are drawn on the host
-(the device generator's stream, as eager draws them) and uploaded in one copy per call, not run
-through the CPU fallback; an argument a graph mutates (an optimizer step) is written by the NEFF
+"""What a compiled graph puts on the device besides its NEFF: dropout masks are computed in the
+NEFF from keys (seed, offset) reserved from the device generator as eager reserves them, the keys
+uploaded in one copy per call, nothing through the CPU fallback; an argument a graph mutates (an optimizer step) is written by the NEFF
 in place when that is safe, else copied in after the launch - with eager's values either way."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _train(compiled: bool, steps: int = 3):
     return losses, records, [p.detach().cpu() for p in model.parameters()], model
 
 
-def test_compiled_train_step_draws_masks_on_host_and_updates_params_in_place():
+def test_compiled_train_step_computes_masks_in_the_neff_and_updates_params_in_place():
     compiled, records, params, model = _train(True)
     eager, _, eager_params, _ = _train(False)
     torch.testing.assert_close(torch.tensor(compiled), torch.tensor(eager), rtol=1e-5, atol=1e-5)
@@ -44,8 +44,9 @@ def test_compiled_train_step_draws_masks_on_host_and_updates_params_in_place():
     kinds = [(r.name, r.task_kind) for r in records]
     assert not [k for k in kinds if k[1] == "cpu_fallback"], kinds  # no bernoulli_ through the fallback
     assert not [k for k in kinds if k[0] == "copy_d2d"], kinds  # no parameter/state copied back
-    # One packed mask upload for the forward graph (the model's dropouts), one for the step's
-    # host values: nothing per mask.
+    # One packed key upload for the forward graph (the model's dropouts), one for the step's
+    # host values: nothing per mask, no mask drawn outside the NEFF.
+    assert not [k for k in kinds if k[0].startswith("neuron_rng::")], kinds
     assert kinds.count(("copy_h2d", "copy")) == 2, kinds
 
 
@@ -130,3 +131,24 @@ def test_batchnorm_running_stats_updated_by_compiled_training_graph():
 
     for got, expected in zip(run(True), run(False)):
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_compiled_dropout_reproduces_under_the_seed_and_equals_eager():
+    import torch.nn.functional as F
+
+    def f(x):
+        return F.dropout(x * 2.0, 0.4, training=True) + 1.0
+
+    torch._dynamo.reset()
+    x = torch.randn(16, 33).to("neuron")
+    compiled = torch.compile(f, backend="neuron")
+    torch.manual_seed(5)
+    a = compiled(x).cpu()
+    torch.manual_seed(5)
+    with op_records() as records:
+        b = compiled(x).cpu()
+    torch.manual_seed(5)
+    eager = f(x).cpu()
+    assert torch.equal(a, b) and torch.equal(a, eager)
+    assert abs((a == 1.0).float().mean().item() - 0.4) < 0.1
+    assert not [r.name for r in records if r.task_kind == "cpu_fallback"]

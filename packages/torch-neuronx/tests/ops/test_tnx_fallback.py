@@ -78,14 +78,19 @@ def test_results_are_zero_copy_views_of_device_memory():
     assert_equal(x, torch.arange(6.0) * 10)
 
 
-def test_random_ops_use_the_device_generator():
+def test_random_ops_without_a_device_form_draw_from_the_device_generator():
+    """multinomial runs CPU's kernel, seeded for one draw of the device generator: reproducible
+    under manual_seed, one offset step, the CPU generator untouched."""
+    weights = torch.rand(50, device="neuron")
     torch.manual_seed(123)
-    a = torch.randn(5, device="neuron")
+    cpu_state = torch.get_rng_state()
+    a = torch.multinomial(weights, 20)
+    assert torch.neuron.default_generator(0).get_offset() == 1
+    assert torch.equal(torch.get_rng_state(), cpu_state)
     torch.manual_seed(123)
-    b = torch.randn(5, device="neuron")
-    assert_equal(a, b.cpu())
-    torch.manual_seed(123)
-    assert_equal(a, torch.randn(5))  # same engine and seed as CPU
+    assert_equal(a, torch.multinomial(weights, 20).cpu())
+    g = torch.Generator(device="neuron").manual_seed(123)
+    assert_equal(a, torch.multinomial(weights, 20, generator=g).cpu())
 
 
 def test_cpu_index_tensors_are_accepted_and_snapshotted():
@@ -123,7 +128,8 @@ def test_attention_matches_cpu_and_is_async_without_dropout():
     assert_close_to_cpu(y, F.scaled_dot_product_attention(q, q, q, is_causal=True))
     torch.manual_seed(0)
     a = F.scaled_dot_product_attention(qd, qd, qd, dropout_p=0.5)
+    # The math path's dropout draws its mask on the device: the first draw after the seed.
     torch.manual_seed(0)
-    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
-        expected = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
-    assert_close_to_cpu(a, expected)  # the same dropout masks as CPU's math path
+    _, mask = torch.ops.aten.native_dropout(torch.ones(2, 4, 16, 16, device="neuron"), 0.5, True)
+    weights = torch.softmax(q @ q.transpose(-2, -1) / 8**0.5, dim=-1)
+    assert_close_to_cpu(a, (weights * mask.cpu() * 2.0) @ q)

@@ -44,10 +44,10 @@ def functional_variant(op):
     if factory is not None:
         return factory
     mutated = set(mutated_arguments(op))
-    base = schema.name.split("::", 1)[1]
+    namespace, base = schema.name.split("::", 1)
     if base.endswith("_"):
         base = base[:-1]
-    packet = getattr(torch.ops.aten, base, None)
+    packet = getattr(getattr(torch.ops, namespace), base, None)
     if packet is None:
         return None
     if schema.name.endswith("_"):  # add_(self, other, alpha) -> add(self, other, alpha): self is read too

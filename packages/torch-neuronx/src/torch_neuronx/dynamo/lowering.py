@@ -1,8 +1,8 @@
 """An AOTAutograd graph's device part -> one ``neuron_sim`` graph (through torch-mlir StableHLO).
 
 The device nodes are copied into a graph of their own whose placeholders are what the device
-part reads from elsewhere (the call's neuron tensors, host values, random draws, dropout masks,
-graph constants). That graph is re-traced with ``make_fx`` on CPU fake tensors and neuronx-cc's
+part reads from elsewhere (the call's neuron tensors, host values, random draws, the keys of
+dropout draws, graph constants). That graph is re-traced with ``make_fx`` on CPU fake tensors and neuronx-cc's
 decomposition table, so it arrives as the core ATen torch-mlir lowers, and each node keeps its
 user source line (``preserve_node_meta``) for error messages. The eager path's tracing helpers do
 the rest: torch-mlir import, buffers bound by layout (``compiled.tracing``).
@@ -34,8 +34,8 @@ _CPU = torch.device("cpu")
 @dataclass(frozen=True)
 class Source:
     """Where a device-graph input comes from at call time: ``arg`` (the call's argument at
-    ``ref``), ``host`` / ``random`` / ``constant`` (the value of node ``ref``), ``mask`` (the
-    mask drawn for dropout node ``ref``)."""
+    ``ref``), ``host`` / ``random`` / ``constant`` (the value of node ``ref``), ``key`` (the
+    Philox key - seed, offset - of dropout node ``ref``'s draw)."""
 
     kind: str
     ref: object
@@ -46,7 +46,7 @@ class DeviceModule:
     gm: fx.GraphModule  # placeholders in ``sources`` order; returns the values of ``outputs``
     sources: list[Source]
     outputs: list[fx.Node]  # the AOT graph's nodes the NEFF writes
-    passthrough: dict  # AOT output node -> index of the source it is (a mask returned as drawn)
+    passthrough: dict  # AOT output node -> index of the source it is (an input returned as it is)
 
 
 def device_module(part: Partition) -> DeviceModule:
@@ -78,13 +78,14 @@ def device_module(part: Partition) -> DeviceModule:
     for node in part.gm.graph.nodes:
         kind = part.kind.get(node)
         if kind == DROPOUT:
+            # The mask is computed in the NEFF from the draw's key (seed, offset: an input), by the
+            # op eager dropout runs: the same numbers for the same draw.
             x, p = node.args[0], node.args[1] if len(node.args) > 1 else node.kwargs["p"]
-            mask = external(node, "mask", node)
-            mask.meta = {"val": node.meta["val"][1]}
-            # As CPU's native_dropout computes it: input * mask * (1 / (1 - p)).
-            scaled = graph.call_function(torch.ops.aten.mul.Tensor, (value_of(x), mask))
-            out = graph.call_function(torch.ops.aten.mul.Tensor, (scaled, 1.0 / (1.0 - p)))
-            for n in (scaled, out):
+            key = external(node, "key", node)
+            key.meta = {}
+            pair = graph.call_function(torch.ops.neuron_rng.dropout.default, (value_of(x), key, float(p)))
+            out, mask = (graph.call_function(operator.getitem, (pair, i)) for i in (0, 1))
+            for n in (pair, out, mask):
                 n.meta = {k: node.meta[k] for k in ("stack_trace",) if k in node.meta}
             dropouts[node] = (out, mask)
         elif kind == DEVICE:

@@ -6,12 +6,12 @@ A graph AOTAutograd hands the backend computes mostly on ``neuron`` tensors, but
   counters of a non-capturable optimizer, a learning rate) and everything derived from them.
   They run on the host before the launch, as eager runs them; the values the device part reads
   are uploaded as inputs of the NEFF.
-* **dropout nodes**: the mask is drawn before the launch exactly as eager draws it (the same op
-  on the device's generator, so compiled and eager training see the same masks); multiplying by
-  it runs in the NEFF.
-* **random nodes** (``rand``, ``bernoulli``) draw from the device's generator before the launch,
-  in graph order, as eager draws them, and enter the NEFF as inputs: a NEFF holds no random
-  number generator, and this keeps compiled and eager runs on the same random stream.
+* **dropout nodes**: the draw is reserved from the device's generator before the launch, in
+  graph order, as eager reserves it; its key (seed, offset) is an input of the NEFF, which
+  computes the mask (Philox, the op eager dropout runs) and the masking - compiled and eager
+  training see the same masks.
+* **random nodes** (``rand``, ``bernoulli``) draw on the device from the device's generator
+  before the launch, in graph order, as eager draws them, and enter the NEFF as inputs.
 * **input mutations** (``copy_(argument, new value)`` at the end of a graph: AOTAutograd keeps
   them in the graph, ``keep_inference_input_mutations``; an optimizer step updating parameters and
   states): the NEFF writes the new value straight into the argument's memory where that is safe
@@ -48,8 +48,8 @@ def is_view(node: fx.Node) -> bool:
 
 
 def is_dropout(node: fx.Node) -> bool:
-    """Training dropout: its mask is drawn before the launch (as eager draws it), the scaling runs
-    in the NEFF (its input is usually computed in the graph)."""
+    """Training dropout: its draw is reserved before the launch (as eager reserves it), its mask
+    and scaling are computed in the NEFF (its input is usually computed in the graph)."""
     if node.op != "call_function" or node.target is not torch.ops.aten.native_dropout.default:
         return False
     p = node.args[1] if len(node.args) > 1 else node.kwargs.get("p")

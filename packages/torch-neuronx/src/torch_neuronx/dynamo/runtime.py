@@ -2,10 +2,9 @@
 
 Per call (boxed: AOTAutograd hands over the argument list and we free it):
 
-1. host nodes run on their CPU values, then random draws are made on the device and dropout masks
-   on the host with the device's generator, in graph order, as eager makes them (same generator,
-   same order: compiled and eager training see the same numbers); the masks are uploaded together
-   in one host-to-device copy;
+1. host nodes run on their CPU values, then random ops draw on the device and dropout nodes
+   reserve their draws (the NEFF computes their masks from the keys), in graph order, as eager
+   draws them (same generator, same order: compiled and eager training see the same numbers);
 2. the NEFF of the device graph for these input layouts is launched on the current stream, its
    inputs and outputs bound zero-copy to the tensors' device memory;
 3. the graph's outputs are assembled: NEFF results, inputs passed through, views of inputs
@@ -28,17 +27,15 @@ from ..compiled.entry import CompiledNeff, OutputSpec
 from ..compiled.in_place import in_place_pairs, may_write_in_place
 from ..compiled.tracing import row_major_strides, storage_span
 from ..device import state as _state
+from ..device.random import default_generator, reserve
 from ..execution import launch_neff
-from ..ops.generators import draw_dropout_mask
-from ..ops.transfers import submit_upload
+from ..kernels.random import philox
 from . import metrics
 from .errors import NeuronCompileError
 from .graph_cache import CACHE, graph_key
 from .host_operands import operand_builder
 from .lowering import DeviceModule, device_module, output_perm, to_graph
 from .partition import ARG, CONSTANT, DROPOUT, HOST, RANDOM, partition
-
-_MASK_ALIGN = 64  # bytes between the masks packed into one upload
 
 
 class CompiledGraph:
@@ -95,7 +92,9 @@ class CompiledGraph:
         if src.kind == "constant":
             t = getattr(self.gm, src.ref.target)
             return tuple(t.shape), tuple(t.stride()), t.dtype
-        value = src.ref.meta["val"][1] if src.kind == "mask" else src.ref.meta["val"]
+        if src.kind == "key":
+            return (4,), (1,), torch.int32
+        value = src.ref.meta["val"]
         if src.kind == "host":  # uploaded contiguous
             return tuple(value.shape), row_major_strides(value.shape), value.dtype
         return tuple(value.shape), tuple(value.stride()), value.dtype
@@ -184,18 +183,19 @@ class CompiledGraph:
             meta = n.meta["val"]
             return torch.empty_strided(meta.shape, meta.stride(), dtype=meta.dtype, device=self._device(args))
 
-        masks: list = []
+        keys: list = []
         for node in self.pre_launch:
             kind = self.part.kind[node]
-            if kind == DROPOUT:
-                masks.append((node, self._draw_mask(node)))
+            if kind == DROPOUT:  # its draw reserved in graph order, as eager reserves it
+                keys.append((node, philox.key_words(*reserve(default_generator(self._device(args))))))
             elif node.op == "call_function" and node.target is operator.getitem:
                 values[node] = value(node.args[0])[node.args[1]]
             else:
                 args_of, kwargs_of = self._operands_of(node)
                 values[node] = node.target(*args_of(value), **kwargs_of(value))
-        if masks:
-            values.update(self._upload_masks(masks))
+        if keys:  # every dropout's key in one upload
+            packed = torch.tensor([words for _node, words in keys], dtype=torch.int32).to(self._device(args))
+            values.update({node: packed[i] for i, (node, _words) in enumerate(keys)})
         return values
 
     def _operands_of(self, node: fx.Node):
@@ -206,31 +206,6 @@ class CompiledGraph:
         if builders is None:
             builders = self._operand_builders[node] = (operand_builder(node.args), operand_builder(node.kwargs))
         return builders
-
-    def _draw_mask(self, node: fx.Node) -> torch.Tensor:
-        """The bool mask of dropout ``node``, drawn on the host as eager draws it (in the input's
-        layout), so compiled and eager runs see the same masks; the masking and scaling are in the
-        NEFF."""
-        mask = node.meta["val"][1]
-        p = node.args[1] if len(node.args) > 1 else node.kwargs["p"]
-        drawn = torch.empty_strided(mask.shape, mask.stride(), dtype=torch.bool)
-        return draw_dropout_mask(drawn, p, self._device(None))
-
-    def _upload_masks(self, masks: list) -> dict:
-        """All of a call's masks cross the host link in one upload (one copy, not one per mask):
-        each mask is a view of the packed device buffer, with its own layout."""
-        offsets, total = [], 0
-        for _node, drawn in masks:
-            offsets.append(total)
-            total += -(-storage_span(drawn.shape, drawn.stride()) // _MASK_ALIGN) * _MASK_ALIGN
-        host = torch.empty(total, dtype=torch.bool)
-        for (_node, drawn), offset in zip(masks, offsets):
-            host.as_strided(drawn.shape, drawn.stride(), offset).copy_(drawn)
-        device = self._device(None)
-        packed = torch.empty(total, dtype=torch.bool, device=device)
-        submit_upload(packed, host)
-        return {node: packed.as_strided(drawn.shape, drawn.stride(), offset)
-                for (node, drawn), offset in zip(masks, offsets)}
 
     def _input(self, src, args, values) -> torch.Tensor:
         if src.kind == "arg":

@@ -3,6 +3,6 @@
 ``registration.register()`` installs them once: the boxed kernel every ATen op on neuron tensors
 reaches (``compiled.dispatch``: compiled on the NeuronCore, or CPU fallback), the functional
 overloads of structured ops routed there directly, and the explicit kernels - ``copies``
-(``_copy_from``, ``.item()``, ``resize_``), ``views`` (metadata only), ``dropout``, ``rnn`` (fused
+(``_copy_from``, ``.item()``, ``resize_``), ``views`` (metadata only), ``random`` (on-device RNG), ``rnn`` (fused
 cells), ``convolution`` and ``whole_ops`` (ops kept whole instead of decomposed).
 """

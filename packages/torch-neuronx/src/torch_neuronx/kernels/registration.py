@@ -10,7 +10,8 @@ from ..compiled import dispatch
 from ..device.kernel_library import KernelLibrary
 from .convolution import convolution_backward_overrideable, convolution_overrideable
 from .copies import copy_from, copy_from_and_resize, local_scalar_dense, resize_
-from .dropout import native_dropout
+from .random import ops as random_ops
+from .random.draws import KERNELS as RANDOM_KERNELS
 from .rnn import fused_gru_cell, fused_lstm_cell
 from .views import METADATA_OPS, has_compatible_shallow_copy_type, metadata_only
 from .whole_ops import WHOLE_OP_KERNELS, whole_op_kernel
@@ -24,7 +25,7 @@ def register() -> None:
         if _LIBRARIES:
             return
         lib = KernelLibrary("aten", "IMPL")
-        dispatch.register_functional_kernels(lib, skip=set(WHOLE_OP_KERNELS))
+        dispatch.register_functional_kernels(lib, skip=set(WHOLE_OP_KERNELS) | set(RANDOM_KERNELS))
         _register_explicit(lib)
         fb = KernelLibrary("_", "IMPL")
         fb.fallback(dispatch.neuron_kernel, "PrivateUse1")
@@ -49,9 +50,11 @@ def _register_explicit(lib: torch.library.Library) -> None:
         ("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type),
         ("convolution_overrideable", convolution_overrideable),
         ("convolution_backward_overrideable", convolution_backward_overrideable),
-        ("native_dropout", native_dropout),
         ("_local_scalar_dense", local_scalar_dense),
     ]:
+        lib.impl(name, fn, "PrivateUse1")
+    random_ops.define()
+    for name, fn in RANDOM_KERNELS.items():
         lib.impl(name, fn, "PrivateUse1")
     for name in WHOLE_OP_KERNELS:
         base, _, overload = name.partition(".")

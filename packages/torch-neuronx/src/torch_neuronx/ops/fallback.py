@@ -7,9 +7,9 @@ point, with the op and its argument shapes. Ops whose results cannot be known wi
 (``nonzero``, ``item``, ``unique``...) synchronize the stream and run at once; view ops only
 compute metadata and run at once.
 
-Random ops draw from the device's generator (a CPU engine tagged ``neuron``), so seeding with
-``torch.manual_seed`` makes neuron random streams reproducible - and equal to CPU's when the same
-ops consume them in the same order.
+Random ops that get here (those with no device form: ``multinomial``, ``poisson``...) draw with a
+CPU generator seeded for one draw of the device's generator (``generators.HostRng``), so seeding
+with ``torch.manual_seed`` makes them reproducible too.
 """
 
 from __future__ import annotations
@@ -183,9 +183,9 @@ def _fallback(op, args, kwargs, at_once: bool):
     if any(r.alias_info is not None and not r.alias_info.is_write for r in returns):
         return _run_view(op, flat, spec)
     if at_once or name in SYNC_OPS or op in NOT_META or _draws_random(op, args, kwargs):
-        # Random ops run now, in program order: a queued one read its generator's state when the
-        # stream reached it, so ``g.manual_seed()`` / ``set_state`` / another random op issued
-        # after it but run before it changed its numbers (a race: non-reproducible dropout).
+        # Random ops run now, in program order (their draw is reserved at the call either way;
+        # running at once keeps the CPU default generator's swap, for ops that draw from it, on
+        # this thread).
         return _run_now(op, flat, spec, device)
     if writes_overlapping_memory(op, args, kwargs):
         # A written tensor whose elements share memory (an expanded view), or that overlaps what

@@ -10,6 +10,9 @@ import functools
 OVERWRITES_SELF = frozenset({
     "aten::fill_", "aten::zero_", "aten::bernoulli_", "aten::uniform_", "aten::normal_", "aten::random_",
     "aten::exponential_", "aten::cauchy_", "aten::log_normal_", "aten::geometric_",
+    # the device's draws behind those (kernels.random.ops)
+    *(f"neuron_rng::{name}_" for name in ("uniform", "normal", "bernoulli", "random", "exponential", "geometric",
+                                          "log_normal", "cauchy")),
 })
 
 
