@@ -18,7 +18,8 @@ BAD_INDEX = 9
 def _failed(shape=(3, 7)) -> torch.Tensor:
     """A tensor of ``shape`` whose producer was skipped: it reads the result of an index_select
     that fails (index 9 of 5); the failure has been reported by a synchronize."""
-    x = torch.randn(5, device="neuron")
+    torch.neuron.synchronize()  # work issued before runs apart from the failure (adaptive: not in its run)
+    x = torch.randn(5).to("neuron")
     y = x.index_select(0, torch.tensor([BAD_INDEX], device="neuron"))
     z = torch.zeros(shape, device="neuron") + y.reshape([1] * len(shape))
     with pytest.raises(ExecutionError) as info:

@@ -3,8 +3,6 @@ draws themselves: tests/kernels/random)."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 import torch
 import torch_neuronx

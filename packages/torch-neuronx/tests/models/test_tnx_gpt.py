@@ -10,7 +10,8 @@ from torch_neuronx.testing import GPT, GPTConfig, train_steps
 
 
 def test_gpt_trains_like_cpu():
-    cfg = GPTConfig(n_layers=4, d_model=256, seq_len=128)
+    # No dropout: neuron's generator draws other masks than CPU's for a seed (as CUDA's does).
+    cfg = GPTConfig(n_layers=4, d_model=256, seq_len=128, dropout=0.0)
     cpu, _ = train_steps("cpu", steps=20, batch=8, cfg=cfg)
     neuron, _seconds = train_steps("neuron", steps=20, batch=8, cfg=cfg)
     assert len(neuron) == 20

@@ -8,8 +8,9 @@ halves (every partial product fits 32 bits), and logical right shifts mask off t
 arithmetic shift copies in.
 
 Counter layout of a draw: key = the generator's seed (low, high word); counter = (offset low,
-offset high, block index, 0). Block ``j`` gives words ``4j .. 4j+3`` of the draw, so one draw takes
-one offset step however many numbers it makes, and draws at different offsets never share a block.
+offset high, block index, 0). A draw of ``n`` words runs ``b = ceil(n / 4)`` blocks, and word ``i``
+is lane ``i // b`` of block ``i % b``: one draw takes one offset step however many numbers it
+makes, and draws at different offsets never share a block.
 """
 
 from __future__ import annotations
@@ -42,13 +43,15 @@ def shift_right(x: torch.Tensor, n: int) -> torch.Tensor:
 
 
 def mul_hi_lo(a: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """High and low words of the 64-bit product of uint32 words ``a`` and the constant ``m`` < 2**32."""
+    """High and low words of the 64-bit product of uint32 words ``a`` and the constant ``m`` <= 2**32
+    (the high word as Hacker's Delight's mulhu forms it from 16-bit halves: every partial sum
+    stays below 2**32)."""
     low = a * as_int32(m)
-    a_lo, a_hi = a & _LOW16, shift_right(a, 16)
     m_lo, m_hi = m & _LOW16, m >> 16
-    lo_lo, lo_hi, hi_lo = a_lo * m_lo, a_lo * m_hi, a_hi * m_lo
-    carry = shift_right(shift_right(lo_lo, 16) + (lo_hi & _LOW16) + (hi_lo & _LOW16), 16)
-    high = a_hi * m_hi + shift_right(lo_hi, 16) + shift_right(hi_lo, 16) + carry
+    a_lo, a_hi = a & _LOW16, shift_right(a, 16)
+    t = a_hi * m_lo + shift_right(a_lo * m_lo, 16)
+    middle = a_lo * m_hi + (t & _LOW16)
+    high = a_hi * m_hi + shift_right(t, 16) + shift_right(middle, 16)
     return high, low
 
 
@@ -71,7 +74,7 @@ def words(key: torch.Tensor, count: int) -> torch.Tensor:
     index = torch.arange(blocks, dtype=torch.int32, device=key.device)
     zero = torch.zeros_like(index)
     out = philox(zero + key[2], zero + key[3], index, zero, key[0], key[1])
-    return torch.stack(out, dim=1).reshape(-1)[:count]
+    return torch.cat(out)[:count]  # lane-major: each lane's words stay contiguous (no interleaving pass)
 
 
 def unit_open_right(w: torch.Tensor) -> torch.Tensor:
