@@ -12,6 +12,7 @@ import threading
 import nki
 import nki.language as nl
 import torch
+import torch_neuronx
 
 FLOAT_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 INT_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
@@ -53,6 +54,18 @@ def assert_close_to_cpu(actual: torch.Tensor, expected: torch.Tensor, **override
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
     tol = TOLERANCES.get(expected.dtype, dict(rtol=0, atol=0)) | overrides
     torch.testing.assert_close(actual, expected, equal_nan=True, **tol)
+
+
+def check_against_cpu(fn, *inputs: torch.Tensor, fallback=(), **tol) -> None:
+    """``fn`` of neuron copies of ``inputs`` against ``fn`` of ``inputs`` on CPU: no op but those in
+    ``fallback`` ran through CPU fallback, same dtype and shape, values within ``tol`` (torch's
+    defaults when none is given; NaNs in the same places)."""
+    torch_neuronx.clear_op_tracking()
+    got = fn(*(x.to("neuron") for x in inputs)).cpu()
+    assert set(torch_neuronx.get_fallback_ops()) <= set(fallback), torch_neuronx.get_fallback_reasons()
+    expected = fn(*inputs)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    torch.testing.assert_close(got, expected, equal_nan=True, **tol)
 
 
 # A held stream waits for its block to end; this bounds the wait should a test never get there

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch_neuronx
+from tnx_helpers import check_against_cpu
 
 N = "neuron"
 
@@ -24,38 +24,29 @@ def near_one(*shape, dtype=torch.float32, seed=0):
     return x.to(dtype)
 
 
-def _check(fn, *inputs, fallback=(), **tol):
-    torch_neuronx.clear_op_tracking()
-    got = fn(*(x.to(N) for x in inputs)).cpu()
-    assert set(torch_neuronx.get_fallback_ops()) <= set(fallback), torch_neuronx.get_fallback_reasons()
-    expected = fn(*inputs)
-    assert got.dtype == expected.dtype and got.shape == expected.shape
-    torch.testing.assert_close(got, expected, equal_nan=True, **tol)
-
-
 @pytest.mark.parametrize("shape,dim", [((5, 37), 1), ((37, 5), 0), ((3, 300), -1), ((2, 129, 3), 1), ((4, 1), 1),
                                        ((1,), 0), ((3, 0), 1)], ids=str)
 def test_eager_float32(shape, dim):
-    _check(lambda t: torch.cumprod(t, dim), near_one(*shape), rtol=1e-5, atol=1e-6)
+    check_against_cpu(lambda t: torch.cumprod(t, dim), near_one(*shape), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_eager_16_bit_floats_round_once(dtype):
-    _check(lambda t: torch.cumprod(t, 1), near_one(6, 45, dtype=dtype), rtol=1e-2, atol=1e-3)
+    check_against_cpu(lambda t: torch.cumprod(t, 1), near_one(6, 45, dtype=dtype), rtol=1e-2, atol=1e-3)
 
 
 def test_eager_zero_dim_non_contiguous_and_dtype_argument():
-    _check(lambda t: torch.cumprod(t, 0), torch.tensor(3.5))
-    _check(lambda t: t.t().cumprod(1), near_one(9, 4), rtol=1e-5, atol=1e-6)
-    _check(lambda t: torch.cumprod(t, 1, dtype=torch.float32), near_one(3, 20, dtype=torch.bfloat16), rtol=1e-5, atol=1e-6)
+    check_against_cpu(lambda t: torch.cumprod(t, 0), torch.tensor(3.5))
+    check_against_cpu(lambda t: t.t().cumprod(1), near_one(9, 4), rtol=1e-5, atol=1e-6)
+    check_against_cpu(lambda t: torch.cumprod(t, 1, dtype=torch.float32), near_one(3, 20, dtype=torch.bfloat16), rtol=1e-5, atol=1e-6)
 
 
 def test_eager_integers_exact():
     x = torch.randint(-3, 4, (3, 40), generator=_g(1), dtype=torch.int32)
-    _check(lambda t: torch.cumprod(t, 1, dtype=torch.int32), x, rtol=0, atol=0)  # wraps as CPU (integer ALU)
-    _check(lambda t: torch.cumprod(t, 0), torch.rand(6, 3, generator=_g(2)) > 0.3, rtol=0, atol=0)  # bool -> int64
+    check_against_cpu(lambda t: torch.cumprod(t, 1, dtype=torch.int32), x, rtol=0, atol=0)  # wraps as CPU (integer ALU)
+    check_against_cpu(lambda t: torch.cumprod(t, 0), torch.rand(6, 3, generator=_g(2)) > 0.3, rtol=0, atol=0)  # bool -> int64
     # int64 inputs may exceed 2**24: the integer check refuses, CPU computes (as for cumsum)
-    _check(lambda t: torch.cumprod(t, 1), torch.randint(-3, 4, (3, 9), generator=_g(3)), fallback={"aten::cumprod"},
+    check_against_cpu(lambda t: torch.cumprod(t, 1), torch.randint(-3, 4, (3, 9), generator=_g(3)), fallback={"aten::cumprod"},
            rtol=0, atol=0)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch_neuronx
+from tnx_helpers import check_against_cpu
 
 N = "neuron"
 REDUCTIONS = ["sum", "prod", "mean", "amax", "amin"]
@@ -27,15 +27,6 @@ def _inputs(dtype, seed=0):
     return x, index, src
 
 
-def _check(fn, *inputs, fallback=(), **tol):
-    torch_neuronx.clear_op_tracking()
-    got = fn(*(x.to(N) for x in inputs)).cpu()
-    assert set(torch_neuronx.get_fallback_ops()) <= set(fallback), torch_neuronx.get_fallback_reasons()
-    expected = fn(*inputs)
-    assert got.dtype == expected.dtype and got.shape == expected.shape
-    torch.testing.assert_close(got, expected, equal_nan=True, **tol)
-
-
 @pytest.mark.parametrize("reduce", REDUCTIONS)
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int16, torch.int32], ids=str)
@@ -44,7 +35,7 @@ def test_scatter_reduce(reduce, include_self, dtype):
     min/max... of inputs of any value) is refused by the integer check and runs on CPU."""
     fn = lambda x, i, s: x.scatter_reduce(1, i, s, reduce, include_self=include_self)  # noqa: E731
     on_device = dtype.is_floating_point or (dtype == torch.int16 and reduce in ("amax", "amin"))
-    _check(fn, *_inputs(dtype), fallback=() if on_device else {"aten::scatter_reduce"}, rtol=1e-5, atol=1e-5)
+    check_against_cpu(fn, *_inputs(dtype), fallback=() if on_device else {"aten::scatter_reduce"}, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
@@ -54,14 +45,14 @@ def test_index_reduce(reduce, include_self):
     x, source = torch.randn(6, 5, generator=g), torch.randn(4, 5, generator=g)
     index = torch.tensor([1, 4, 1, 0])  # a repeated index
     fn = lambda x, i, s: x.index_reduce(0, i, s, reduce, include_self=include_self)  # noqa: E731
-    _check(fn, x, index, source, rtol=1e-5, atol=1e-5)
+    check_against_cpu(fn, x, index, source, rtol=1e-5, atol=1e-5)
 
 
 def test_bfloat16_and_dim_0():
     x, index, src = _inputs(torch.bfloat16, seed=1)
     index = index % 5
-    _check(lambda x, i, s: x.scatter_reduce(0, i, s, "amax"), x, index, src)
-    _check(lambda x, i, s: x.scatter_reduce(0, i, s, "sum", include_self=False), x, index, src, rtol=2e-2, atol=2e-2)
+    check_against_cpu(lambda x, i, s: x.scatter_reduce(0, i, s, "amax"), x, index, src)
+    check_against_cpu(lambda x, i, s: x.scatter_reduce(0, i, s, "sum", include_self=False), x, index, src, rtol=2e-2, atol=2e-2)
 
 
 def test_compiled_forward_and_backward():
