@@ -157,7 +157,8 @@ def _rss_bytes() -> int:
 def test_collected_streams_release_their_queues(make):
     """2,001 streams made and dropped leave the queue count, the threads and the memory at their
     baseline (each stream was a runtime queue forever, +23 KiB each; then, once released, a
-    worker thread for ~5 s)."""
+    worker thread for ~5 s), and the work queued on them still runs. Streams run concurrently: an
+    add on a side stream without the waits may read ``x`` before the previous add wrote it."""
     device = execution.runtime().device(0)
     x = torch.ones(64, device="neuron")
     make()
@@ -165,9 +166,11 @@ def test_collected_streams_release_their_queues(make):
     before, threads, rss = len(device.queues), threading.active_count(), _rss_bytes()
     for i in range(2001):
         s = make()
-        if i % 500 == 0:
+        if i % 500 == 0:  # some of them do work, ordered with the default stream as CUDA code orders it
+            s.wait_stream(torch.neuron.current_stream())
             with torch.neuron.stream(s):
-                x.add_(1)  # some of them did work: it still runs, in order
+                x.add_(1)
+            torch.neuron.current_stream().wait_stream(s)  # an event on a stream about to be released
         del s
     make()
     torch.neuron.synchronize()
