@@ -64,10 +64,10 @@ class Run:
         self._set_rng_state(self.rng)
         trace = None
         if launches is not None:
-            import torch_neuronx
+            from torch_neuronx import execution
 
             torch.neuron.synchronize()
-            trace = torch_neuronx.device.state.bridge().runtime.device(0).trace
+            trace = execution.runtime().device(0).trace
             handle = trace.subscribe(launches.append)
         if device == "neuron":
             start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
@@ -107,6 +107,7 @@ def main(argv: list[str]) -> None:
     os.environ.setdefault("TORCH_NEURONX_COMPILE_LOG", "1")
     import torch
     import torch_neuronx
+    from neuron_sim.trace import LaunchRecord
     from torch_neuronx.testing.gpt import GPTConfig, batches
 
     data = list(batches(GPTConfig(), 8, args.steps + 1))
@@ -127,6 +128,8 @@ def main(argv: list[str]) -> None:
     if launches:
         per_kind: dict = {}
         for r in launches:
+            if not isinstance(r, LaunchRecord):
+                continue  # the ops' own records (OpRecord) name what launched; the launch records hold the time
             entry = per_kind.setdefault((r.name, r.kind), [0, 0.0])
             entry[0] += 1
             entry[1] += r.duration_ns / 1e3
