@@ -319,6 +319,9 @@ def _values_mismatch(program: dict, dev: DeviceRun, cpu: CpuRun, excuse) -> Mism
             problem = problem or differences(got, want, op.check, before, step.get("params", {}), _reval(op, step))
             if problem and excuse(mismatch := Mismatch(kind, i, problem, before, want, got)):
                 return mismatch
+            if kind == "layout" and want._base is None:
+                shadow[name] = got.clone()  # an excused layout: go on from the device's strides too, or each view of it differs again
+                continue
             if problem or op.check != "exact":
                 try:
                     want.copy_(got)  # continue from the device's value
