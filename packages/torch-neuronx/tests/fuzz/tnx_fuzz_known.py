@@ -45,9 +45,14 @@ def _out_into_its_input(program, mode, m) -> bool:
     """``op(x, ..., out=x)`` (x also through an alias): the step's value or layout after neuron
     wrote (or resized) x."""
     step = program["steps"][m.step] if m.step is not None and m.step < len(program["steps"]) else None
+    into_an_input = [s["args"][-1] for i, s in enumerate(program["steps"][:m.step])
+                     if s["op"].endswith("_out_into") and (s["args"][-1] in s["args"][:-1] or _out_shares_an_input(program, i))]
     if m.kind in ("neuron error", "missing error", "error type") and m.step is not None:  # a later step on the shape neuron left
-        return any(s["op"].endswith("_out_into") and (s["args"][-1] in s["args"][:-1] or _out_shares_an_input(program, i))
-                   for i, s in enumerate(program["steps"][:m.step]))
+        return bool(into_an_input)
+    if m.kind == "neuron error" and m.step is None:  # at the sync: the op's own task ran on the shape it had just given x
+        return bool(into_an_input)
+    if m.kind == "value" and m.step is None:  # that out= tensor itself, read after the program
+        return any(m.message.startswith(f"{name} after the program:") for name in into_an_input)
     return (m.kind in ("value", "layout") and step is not None and step["op"].endswith("_out_into")
             and (step["args"][-1] in step["args"][:-1] or _out_shares_an_input(program, m.step)))
 
@@ -146,6 +151,15 @@ KNOWN_ISSUES = [
     ("fuzz-41 - torchcore: item assignment between overlapping views (v.unsqueeze(0)[()] = v) raises nothing (CPU: the overlap error)",
      lambda program, mode, m: m.kind == "missing error" and "refer to a single memory location" in m.message
      and (_step_op(program, m) or "").startswith("setitem")),
+    ("fuzz-43 - numerics2: torch.compile of a program with copy_ into a matmul result, then in-place ops through its views, "
+     "raises NeuronCompileError (Mixing fake modes NYI, in neuronxcc.frontend's from_fx)",
+     lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and "lowering to StableHLO failed: Mixing fake modes NYI" in m.message),
+    ("fuzz-44 - numerics2: torch.compile of scatter_reduce with an empty index raises NeuronCompileError",
+     lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and any(
+         step["op"].startswith("scatter_reduce") and 0 in step["params"]["index"]["shape"] for step in program["steps"])),
+    ("fuzz-45 - numerics2: torch.compile of fmax/fmin of operands that broadcast raises NeuronCompileError (chlo.broadcast_compare)",
+     lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and "'chlo.broadcast_compare' op inferred type(s)" in m.message
+     and any(step["op"] == "fmax" for step in program["steps"])),
     ("fuzz-28 - torchcore: an out= that is its own input (sum(x, 0, out=x)) is not resized or written as CPU's", _out_into_its_input),
 ]
 

@@ -390,6 +390,42 @@ op("scatter_value", "{a}.scatter({dim}, {index}, {s})", params=lambda draw, a, *
 op("scatter_add", "{a}.scatter_add({dim}, {index}, {b})", arity=2, partner="same_dtype", params=_scatter_params)
 
 
+def _combining_index_params(draw, a, src=None, *_):
+    """An index for scatter_reduce: repeated targets too (the op combines them), no larger than
+    ``src`` in any dim nor than ``a`` outside ``dim``."""
+    if a.dim() == 0:
+        return {"dim": 0, "index": index_param([0], [])}
+    d = dim(draw, a, bad=False)
+    axis = d % a.dim()
+    fits = src is not None and src.dim() == a.dim()
+    limits = [min(n, src.shape[i]) if fits else n for i, n in enumerate(a.shape)]
+    if fits:
+        limits[axis] = src.shape[axis]
+    shape = [draw(st.integers(0, n)) for n in limits]
+    return {"dim": d, "index": index_param(index_values(draw, a.shape[axis], math.prod(shape)), shape)}
+
+
+def _reduce_params(reduces, index_params):
+    return lambda draw, a, *rest: index_params(draw, a, *rest) | {"reduce": draw(st.sampled_from(reduces)),
+                                                                   "incl": draw(st.booleans())}
+
+
+# combining scatters: sum and prod get their accumulation's tolerance (repeats combine in any order);
+# amax/amin are exact; mean only of integers (a floor division, exact; float means round per count).
+# index_reduce/index_add take a's own rows, flipped, as the source (its shape always fits).
+_SOURCE_ROWS = "{a}.flip({dim}).index_select({dim}, {index})"
+for _suffix, _reduces, _check, _when in [("sum", ["sum"], "sum", anything), ("prod", ["prod"], "prod", anything),
+                                         ("minmax", ["amax", "amin"], "exact", anything), ("mean", ["mean"], "exact", integral)]:
+    op(f"scatter_reduce_{_suffix}", "{a}.scatter_reduce({dim}, {index}, {b}, {reduce}, include_self={incl})", arity=2,
+       partner="same_dtype", when=_when, check=_check, params=_reduce_params(_reduces, _combining_index_params))
+    if _suffix != "sum":  # index_reduce has no sum: index_add is it
+        op(f"index_reduce_{_suffix}", "{a}.index_reduce({dim}, {index}, " + _SOURCE_ROWS + ", {reduce}, include_self={incl})",
+           when=both(_when, ndim_at_least(1)), check=_check, params=_reduce_params(_reduces, _index_select_params))
+# alpha > 0: the sum check's bound evaluates the op on |operands| and on ones
+op("index_add", "{a}.index_add({dim}, {index}, " + _SOURCE_ROWS + ", alpha={alpha})", when=ndim_at_least(1), check="sum",
+   params=lambda draw, a, *_: _index_select_params(draw, a) | {"alpha": draw(st.sampled_from([1, 2] if not is_float(a.dtype) else [1, 0.5, 2.0]))})
+
+
 def _index_put_params(draw, a, *_, unique=True):
     n = size_of(a, 0)
     count = draw(st.integers(0, min(n, 4) if unique else 5))
