@@ -12,7 +12,7 @@ TESTS = pathlib.Path(__file__).resolve().parent
 MODULES = ["isa", "memory", "executor", "timing", "runtime", "builder.py", "program.py", "dtypes.py"]
 # rule ids built from f-strings: their possible values
 TEMPLATES = {
-    "{what}.pattern": ["iota.pattern", "affine_select.pattern"],
+    "{what}.pattern": ["iota.pattern", "affine_select.pattern", "random_words.pattern"],
     "{self.memory}.capacity": ["sbuf.capacity", "psum.capacity"],
 }
 RULE = re.compile(r'Error\(\s*f?"((?:[a-z0-9_]|\{[a-z_.]+\})+\.[a-z0-9_]+)"')

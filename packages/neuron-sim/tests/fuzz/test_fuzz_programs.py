@@ -258,13 +258,20 @@ def instruction(draw):
             bias=draw(st.one_of(st.none(), st.floats(-3, 3, width=32), onchip_ap(partitions=P, free=(1,)))),
             reduce_op=reduce, reduce_res=ap(partitions=P, free=(1,)) if reduce or draw(st.booleans()) else None,
         )
-    if kind in ("IOTA", "AFFINE_SELECT"):
+    if kind in ("IOTA", "AFFINE_SELECT", "RANDOM_WORDS"):
         counts = {(8,): [(8,), (2, 4), (2, 2, 2)], (4, 4): [(16,), (4, 4), (2, 8)], (16,): [(16,), (4, 4)], (1,): [(1,)]}[free]
         if usually(draw):
             pattern = tuple((draw(st.integers(-5, 5)), c) for c in draw(st.sampled_from(counts)))
         else:
             pattern = tuple(draw(st.lists(st.tuples(st.integers(-5, 5), st.sampled_from([1, 2, 4, 8])), min_size=0, max_size=5)))
         dst = ap(memory=draw(st.sampled_from(["sbuf", "sbuf", "psum"])), partitions=P, free=free)
+        if kind == "RANDOM_WORDS":
+            return isa.RandomWords(
+                dst=ap(partitions=P, free=free, dtype=draw(st.sampled_from(["int32", "uint32", "float32"]))),
+                key=ap(partitions=draw(st.sampled_from([1, 1, 2])), free=draw(st.sampled_from([(4,), (4,), (1,)])),
+                       dtype=draw(st.sampled_from(["int32", "uint32", "float32"]))),
+                count=draw(st.integers(-1, 2**12)), pattern=pattern, offset=draw(st.integers(-10, 100)),
+                channel_multiplier=draw(st.integers(-3, 8)), engine=eng(isa.RandomWords))
         if kind == "IOTA":
             return isa.Iota(dst=dst, pattern=pattern, offset=draw(st.integers(-100, 100)), channel_multiplier=draw(st.integers(-3, 3)))
         return isa.AffineSelect(

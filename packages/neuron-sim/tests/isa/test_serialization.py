@@ -60,6 +60,8 @@ SAMPLES = [
     isa.SetRngSeed(seed=7),
     isa.SetRngSeed(seed=sb("int32", 1, 1, offset=8192), engine="gpsimd"),
     isa.RandomFill(dst=C),
+    isa.RandomWords(dst=sb("uint32", 4, 6), key=sb("int32", 1, 4, offset=64), count=100, pattern=((1, 2), (2, 3)), offset=3,
+                    channel_multiplier=6),
     isa.Dropout(dst=A, src=B, prob=COL),
     isa.SemaphoreSignal(semaphore="sem", value=3, engine="gpsimd"),
     isa.SemaphoreWait(semaphore="sem", value=3, engine="vector"),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..isa.rng import Dropout, RandomFill, SetRngSeed
+from ..isa import philox
+from ..isa.rng import Dropout, RandomFill, RandomWords, SetRngSeed
 from ..memory.access_pattern import AccessPattern
-from .semantics import _flat_rows, handles
+from .semantics import _affine_values, _flat_rows, handles
 
 
 @handles(SetRngSeed)
@@ -29,3 +30,11 @@ def _dropout(ex, inst: Dropout):
         prob = np.float32(inst.prob)
     keep = ex.engine_state.rng.random(data.shape, dtype=np.float32) >= prob
     ex.write(inst.dst, np.where(keep, data, np.zeros((), dtype=data.dtype)))
+
+
+@handles(RandomWords)
+def _random_words(ex, inst: RandomWords):
+    state = ex.read(inst.key, "key").reshape(-1)
+    index = _affine_values(inst.dst.shape, inst.pattern, inst.offset, inst.channel_multiplier)
+    bits = philox.words(state, index, inst.count)
+    ex.write(inst.dst, bits.view(np.int32) if inst.dst.dtype == "int32" else bits)

@@ -24,6 +24,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import IndexOutOfBoundsError, ValidationError
 from ..isa import ops as alu
+from ..isa import philox
 from .matmul import matmul
 from .tensor_type import TensorType
 
@@ -430,6 +431,26 @@ def _iota_eval(arrays, attrs, out_types):
 
 
 _op("iota", 0, "leaf")((_iota_infer, _iota_eval))
+
+
+def _random_words_infer(types, attrs):
+    """``random_words(state) {count}``: the draw's ``count`` words (int32 bits; ``isa/philox.py``)
+    of a 4-word int32 state (seed low, high, counter offset low, high)."""
+    (state,) = types
+    count = attrs["count"]
+    if state.shape != (4,) or state.dtype != "int32":
+        _fail("graph.random_words", f"a generator state is int32 [4] (seed lo, hi, offset lo, hi), got {state}")
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= philox.MAX_COUNT:
+        _fail("graph.random_words", f"a draw's word count is an integer in [1, {philox.MAX_COUNT}], got {count!r}")
+    return [TensorType((count,), "int32")]
+
+
+def _random_words_eval(arrays, attrs, out_types):
+    count = attrs["count"]
+    return [philox.words(arrays[0], np.arange(count, dtype=np.int64), count).view(np.int32)]
+
+
+_op("random_words", 1)((_random_words_infer, _random_words_eval))
 
 
 def _constant_infer(types, attrs):

@@ -5,7 +5,7 @@ from .base import ENGINE_READS, ENGINE_WRITES, ENGINES, OPCODES, Instruction
 from .control import LoopEnd, LoopStart, RegisterLoad, RegisterSet, RegisterStore, loop_structure
 from .dma import DmaCopy, DmaIndirect, DmaInstruction, DmaTranspose
 from .gpsimd import AffineSelect, Iota, LocalGather, PartitionReduce
-from .rng import Dropout, RandomFill, SetRngSeed
+from .rng import Dropout, RandomFill, RandomWords, SetRngSeed
 from .scalar_engine import Activation
 from .search import FindIndex8, MatchReplace8, Max8, SequenceBounds
 from .sync import Barrier, SemaphoreSignal, SemaphoreWait
@@ -34,7 +34,7 @@ __all__ = [
     "Activation",
     "Iota", "AffineSelect", "PartitionReduce", "LocalGather",
     "TensorScalarCumulative", "TensorTensorScan", "SelectReduce", "RangeSelect",
-    "Max8", "FindIndex8", "MatchReplace8", "SequenceBounds", "SetRngSeed", "RandomFill", "Dropout",
+    "Max8", "FindIndex8", "MatchReplace8", "SequenceBounds", "SetRngSeed", "RandomFill", "Dropout", "RandomWords",
     "SemaphoreSignal", "SemaphoreWait", "Barrier",
     "RegisterSet", "RegisterLoad", "RegisterStore", "LoopStart", "LoopEnd", "loop_structure",
 ]

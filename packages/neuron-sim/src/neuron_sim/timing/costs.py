@@ -28,6 +28,7 @@ from ..isa import (
     Memset,
     PartitionReduce,
     RandomFill,
+    RandomWords,
     RangeSelect,
     Reciprocal,
     ScalarTensorTensor,
@@ -45,6 +46,7 @@ from ..isa import (
     Transpose,
 )
 from ..isa.control import LoopEnd, LoopStart, RegisterLoad, RegisterSet, RegisterStore
+from ..isa.rng import WORDS_PER_CYCLE
 from ..memory.access_pattern import PSUM, SBUF, AccessPattern
 
 CONTROL = (RegisterSet, RegisterLoad, RegisterStore, LoopStart, LoopEnd)
@@ -144,6 +146,8 @@ def compute_cost(inst, arch: Architecture) -> ComputeCost:
     elif isinstance(inst, (TensorScalarCumulative, SelectReduce, RangeSelect, Max8, FindIndex8, MatchReplace8, RandomFill,
                            Dropout)):
         cycles = n  # one element per partition per cycle (the SDK's max(MIN_II, N) for these)
+    elif isinstance(inst, RandomWords):
+        cycles = n / WORDS_PER_CYCLE  # the hardware generator's rate (4 x 32-bit words per lane per cycle)
     elif isinstance(inst, SetRngSeed):
         cycles = 1
     else:
