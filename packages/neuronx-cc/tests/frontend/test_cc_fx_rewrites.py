@@ -358,3 +358,77 @@ def test_float_to_integer_conversions_wrap_as_cpu(src, dst):
     gm = make_fx(lambda t: t.to(dst), decomposition_table=decompositions(), tracing_mode="fake")(x)
     (got,) = run_graph(from_fx(gm), x.float().numpy().astype(_NUMPY.get(src, np.float32)))
     assert torch.equal(torch.from_numpy(np.asarray(got)), x.to(dst)), (np.asarray(got).tolist(), x.to(dst).tolist())
+
+
+_SHIFTED = {"int8": [8, -8, 1, 127, -128], "uint8": [8, 248, 1, 127, 255], "int32": [8, -8, 1, 2**31 - 1, -(2**31)],
+            "int64": [8, -8, 1, 2**40 + 3, -(2**62)]}
+
+
+@pytest.mark.parametrize("dtype", sorted(_SHIFTED))
+@pytest.mark.parametrize("k", [0, 2, 7, 8, 31, 33, 64, 70, -1])
+def test_shifts_by_a_number(dtype, k):
+    """fuzz-33: torch-mlir left ``x >> 2``'s number as an unlowered torch.constant.int. CPU shifts by
+    a negative number or one of the dtype's width or more as by that width."""
+    x = torch.tensor(_SHIFTED[dtype], dtype=getattr(torch, dtype))
+    for fn in (lambda x: x >> k, lambda x: x << k, lambda x: torch.bitwise_right_shift(x, k),
+               lambda x: torch.bitwise_left_shift(x, k)):
+        (got,) = lowered(fn, x)
+        assert got.dtype == fn(x).dtype and torch.equal(got, fn(x)), (got, fn(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int8, torch.int64], ids=str)
+def test_isinf_of_integers_is_false(dtype):
+    """fuzz-32: isinf of bool / uint8 went through stablehlo.abs, which refuses them."""
+    x = torch.tensor([1, 0, 1, 0], dtype=dtype)
+    (got,) = lowered(lambda x: x.isinf() | x.isposinf(), x)
+    assert got.dtype == torch.bool and not got.any()
+
+
+@pytest.mark.parametrize("shape, offset, d1, d2", [
+    ((3, 2, 4), 0, 0, 2),     # fuzz-33's diagonal face
+    ((4, 4), 1, 0, 1), ((4, 4), -3, 0, 1), ((4, 4), 9, 0, 1),  # past the matrix: empty
+    ((2, 5, 3), -1, 2, 1),    # dims in reverse order
+    ((1, 7), 0, -1, -2), ((5, 1, 6), 2, 0, -1), ((2, 3, 1, 130), -1, 3, 1),
+])
+def test_diagonal_of_a_computed_value(shape, offset, d1, d2):
+    """torch-mlir has no lowering of ``diagonal`` (it left the dims as torch.constant.int)."""
+    x = torch.randn(shape)
+
+    def fn(x):
+        return (-x).diagonal(offset, d1, d2)
+
+    (got,) = lowered(fn, x)
+    assert got.shape == fn(x).shape and torch.equal(got, fn(x))
+
+
+def test_diag_trace_and_diagonal_copy_of_a_computed_value():
+    x = torch.randn(5, 3)
+    for fn in (lambda x: torch.diag(x * 2), lambda x: torch.diag(x * 2, -2), lambda x: torch.trace(x * 2),
+               lambda x: torch.diagonal(x[:3] + 1).sum(), lambda x: torch.diagonal_copy(x + 1, 1)):
+        (got,) = lowered(fn, x)
+        assert torch.allclose(got, fn(x)), (got, fn(x))
+
+
+@pytest.mark.parametrize("shape, dim, size, step", [
+    ((3, 2, 9), 2, 2, 1),      # more windows than positions
+    ((3, 2, 9), -1, 4, 3),     # a remainder left out
+    ((10, 3), 0, 7, 1),        # more positions than windows
+    ((4, 5), 1, 5, 2),         # one window
+    ((6,), 0, 1, 1), ((2, 1, 3), 1, 1, 5),
+])
+def test_unfold_of_a_computed_value(shape, dim, size, step):
+    x = torch.randn(shape)
+
+    def fn(x):
+        return (x * 2).unfold(dim, size, step)
+
+    (got,) = lowered(fn, x)
+    assert got.shape == fn(x).shape and torch.equal(got, fn(x))
+
+
+def test_an_op_without_a_lowering_is_named_not_its_number():
+    """torch-mlir fails an unlowered op that is not explicitly marked illegal on its first operand
+    ('torch.constant.int'); the error names the op."""
+    x = torch.randn(3, 4)
+    with pytest.raises(UnsupportedOp, match=r"torch\.aten\.kthvalue.*no StableHLO lowering"):
+        lowered(lambda x: torch.kthvalue(x * 2, 2, 1)[0], x)

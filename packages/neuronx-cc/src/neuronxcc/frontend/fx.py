@@ -78,6 +78,12 @@ def decompositions() -> dict:
     table[aten.cumprod.default] = _cumprod
     table[aten.scatter_reduce.two] = _scatter_reduce
     table[aten.index_reduce.default] = _index_reduce
+    table[aten.isinf.default] = _isinf
+    for name, target in (("__rshift__", aten.bitwise_right_shift.Tensor), ("__lshift__", aten.bitwise_left_shift.Tensor),
+                         ("bitwise_right_shift", aten.bitwise_right_shift.Tensor),
+                         ("bitwise_left_shift", aten.bitwise_left_shift.Tensor)):
+        overload = "Scalar" if name.startswith("__") else "Tensor_Scalar"
+        table[getattr(getattr(aten, name), overload)] = _shift_by_a_number(target)
     return table
 
 
@@ -205,6 +211,29 @@ def _round_decimals(self, decimals=0):
     if decimals > 0:
         return torch.round(self * scale) / scale
     return torch.round(self / scale) * scale
+
+
+def _isinf(x):
+    """No integer or bool is infinite (torch-mlir's ``abs(x) == inf`` has no stablehlo.abs of i1/ui8)."""
+    torch = _torch()[0]
+    if x.dtype.is_floating_point:
+        return NotImplemented
+    return torch.zeros_like(x, dtype=torch.bool)
+
+
+def _shift_by_a_number(shift):
+    """``x >> k`` / ``x << k`` for a Python int ``k`` as ``shift`` by a 0-dim tensor of ``x``'s dtype
+    (torch-mlir leaves the number a ``torch.constant.int`` it cannot legalize). CPU shifts by a
+    negative ``k`` or one of the dtype's width or more as by that width (sign bits to the right,
+    0 to the left); the width fits every integer dtype."""
+    def by_a_number(x, k):
+        torch = _torch()[0]
+        if isinstance(k, bool) or not isinstance(k, int) or x.dtype.is_floating_point or x.dtype == torch.bool:
+            return NotImplemented
+        bits = x.dtype.itemsize * 8
+        return shift(x, torch.scalar_tensor(bits if k < 0 or k >= bits else k, dtype=x.dtype))
+
+    return by_a_number
 
 
 def _trunc(x):

@@ -47,6 +47,11 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   saturates; CPU converts to int64 (for int64) or int32 (for the rest) - NaN and values out of
   that range become its minimum - and an 8- or 16-bit result wraps those bits (-1.0 -> 255 as
   uint8, 300.0 -> 44, 1e10 -> 0). Written out as those steps, which the compiler lowers exactly.
+* ``diagonal`` / ``diagonal_copy`` (also ``diag``'s and ``trace``'s) and ``unfold``: torch-mlir has no StableHLO
+  lowering of these views of a computed value and leaves them with their dims as
+  ``torch.constant.int``. A diagonal is the two dims moved last and flattened, read with a step
+  of one row plus one; an unfold is its windows (or the window's positions, whichever are fewer)
+  as strided slices, stacked.
 * comparisons (``eq`` ... ``ge``, with a number or a tensor) whose operands promote: torch-mlir
   converts a number to the tensor's dtype (``bool_x != -1`` compared ``x`` with ``True``) and of
   two tensors the narrower to the wider (uint8 vs int8 compared in int8). Both operands are
@@ -131,6 +136,10 @@ def _rewrite(gm) -> None:
             changed |= _compare_in_result_dtype(gm.graph, node)
         elif node.target in (aten._to_copy.default, torch.ops.prims.convert_element_type.default):
             changed |= _float_to_integer_as_cpu(gm.graph, node)
+        elif node.target in (aten.diagonal.default, aten.diagonal_copy.default):
+            changed |= _diagonal_as_slices(gm.graph, node)
+        elif node.target is aten.unfold.default:
+            changed |= _unfold_as_slices(gm.graph, node)
         elif node.target in variances and _of_16_bit_floats(node.args[0], halves):
             changed |= _scaled_variance(gm.graph, node)
         elif _rounds_per_step(node, halves):
@@ -488,6 +497,69 @@ def _float_to_integer_as_cpu(graph, node) -> bool:
     node.replace_all_uses_with(converted)
     graph.erase_node(node)
     return True
+
+
+def _replace(graph, node, new) -> bool:
+    node.replace_all_uses_with(new)
+    graph.erase_node(node)
+    return True
+
+
+def _diagonal_as_slices(graph, node) -> bool:
+    """``diagonal(x, offset, dim1, dim2)`` as ``x`` with ``dim1``, ``dim2`` moved last, the offset
+    cut off (columns for a positive one, rows for a negative one), the last two dims (n, m)
+    flattened and read from 0 with a step of ``m + 1``: ``min(n, m)`` elements."""
+    import torch
+
+    aten = torch.ops.aten
+    x = node.args[0]
+    val = x.meta.get("val")
+    offset, d1, d2 = _arg(node, 1, "offset", 0), _arg(node, 2, "dim1", 0), _arg(node, 3, "dim2", 1)
+    if (not isinstance(val, torch.Tensor) or val.dim() < 2 or not all(isinstance(v, int) for v in (offset, d1, d2))
+            or not all(isinstance(s, int) for s in val.shape)):
+        return False
+    d1, d2 = d1 % val.dim(), d2 % val.dim()
+    batch = [k for k in range(val.dim()) if k not in (d1, d2)]
+    n, m = val.shape[d1], val.shape[d2]
+    with graph.inserting_before(node):
+        y = _call(graph, aten.permute.default, (x, [*batch, d1, d2]), like=node)
+        if offset > 0:
+            y = _call(graph, aten.slice.Tensor, (y, -1, min(offset, m), m), like=node)
+            m = max(m - offset, 0)
+        elif offset < 0:
+            y = _call(graph, aten.slice.Tensor, (y, -2, min(-offset, n), n), like=node)
+            n = max(n + offset, 0)
+        y = _call(graph, aten.reshape.default, (y, [val.shape[k] for k in batch] + [n * m]), like=node)
+        k = min(n, m)
+        y = _call(graph, aten.slice.Tensor, (y, -1, 0, (k - 1) * (m + 1) + 1 if k else 0, m + 1), like=node)
+    return _replace(graph, node, y)
+
+
+def _unfold_as_slices(graph, node) -> bool:
+    """``x.unfold(dim, size, step)``: window ``w`` of ``n`` is ``x[..., w * step : w * step + size, ...]``.
+    Stacked at ``dim`` (the window's elements moved last), or, with fewer positions than windows,
+    position ``j`` of every window (a slice with ``step``) stacked last."""
+    import torch
+
+    aten = torch.ops.aten
+    x, dim, size, step = node.args[0], node.args[1], node.args[2], node.args[3]
+    val, result = x.meta.get("val"), node.meta.get("val")
+    if (not isinstance(val, torch.Tensor) or val.dim() == 0 or not all(isinstance(v, int) for v in (dim, size, step))
+            or not all(isinstance(s, int) for s in result.shape)):
+        return False  # a 0-dim x unfolds to [size]: left to torch-mlir
+    dim %= val.dim()
+    n = result.shape[dim]
+    with graph.inserting_before(node):
+        if n <= size:
+            windows = [_call(graph, aten.slice.Tensor, (x, dim, w * step, w * step + size), like=node) for w in range(n)]
+            y = _call(graph, aten.stack.default, (windows, dim), like=node)
+            order = [*range(dim + 1), *range(dim + 2, val.dim() + 1), dim + 1]
+            y = _call(graph, aten.permute.default, (y, order), like=node)
+        else:
+            positions = [_call(graph, aten.slice.Tensor, (x, dim, j, j + (n - 1) * step + 1, step), like=node)
+                         for j in range(size)]
+            y = _call(graph, aten.stack.default, (positions, -1), like=node)
+    return _replace(graph, node, y)
 
 
 def _compare_in_result_dtype(graph, node) -> bool:

@@ -83,11 +83,12 @@ class _Pipelines:
         try:
             with self.ctx:
                 module = self.ir.Module.parse(bytecode)
+                unconverted = []
                 for i, manager in enumerate(self.managers):
                     stage = STAGES[i][0]  # named in the error if this stage fails
                     manager.run(module.operation)
                     if i == 1:  # erf converted to chlo.erf, not yet legalized
-                        _keep_erf_whole(module, self.ir)
+                        unconverted = _keep_erf_whole(module, self.ir)
                 out = io.BytesIO()
                 module.operation.write_bytecode(out)
                 return out.getvalue()
@@ -97,7 +98,8 @@ class _Pipelines:
                 failure.diagnostics = self.diagnostics
                 raise failure from None
             raise PipelineError(stage, str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__,
-                                self.diagnostics) from None
+                                _naming_unconverted(self.diagnostics, unconverted if stage == STAGES[2][0] else []),
+                                ) from None
 
 
 _pipelines: _Pipelines | None = None
@@ -117,15 +119,39 @@ def run_pipelines(bytecode: bytes) -> bytes:
             raise
 
 
-def _keep_erf_whole(module, ir) -> None:
-    erfs = []
-    _walk(module.operation, lambda op: erfs.append(op) if op.name == "chlo.erf" else None)
+def _keep_erf_whole(module, ir) -> list:
+    """Each chlo.erf swapped for our erf call; returns the Torch ops the conversion left
+    (``_naming_unconverted``)."""
+    erfs, unconverted = [], []
+
+    def visit(op):
+        if op.name == "chlo.erf":
+            erfs.append(op)
+        elif op.name.startswith(("torch.aten.", "torch.prims.", "torch.operator")):
+            unconverted.append((str(op.location), op.name if op.name != "torch.operator" else
+                                str(ir.StringAttr(op.attributes["name"]).value)))
+
+    _walk(module.operation, visit)
     for erf in erfs:
         with ir.InsertionPoint(erf), erf.location:
             call = ir.Operation.create("stablehlo.custom_call", results=[erf.results[0].type], operands=list(erf.operands),
                                        attributes={"call_target_name": ir.StringAttr.get(ERF_CALL_TARGET)})
         erf.results[0].replace_all_uses_with(call.results[0])
         erf.erase()
+    return unconverted
+
+
+def _naming_unconverted(diagnostics: list, unconverted: list) -> list:
+    """torch-mlir's diagnostics, led by one per Torch op its conversion to StableHLO left. An op
+    with no lowering that is not explicitly marked illegal (``aten.diagonal``, ``aten.kthvalue``)
+    fails the backend contract on its first operand instead - "failed to legalize operation
+    'torch.constant.int'" - which names a number, not the op."""
+    if not any("failed to legalize operation 'torch.constant." in m or "failed to legalize operation 'torch.prim."
+               in m for _loc, m in diagnostics):
+        return list(diagnostics)
+    named = [(loc, f"failed to legalize operation '{name}': torch-mlir has no StableHLO lowering of it")
+             for loc, name in dict.fromkeys(unconverted)]
+    return named + list(diagnostics)
 
 
 def _walk(op, visit) -> None:
