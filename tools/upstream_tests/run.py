@@ -76,11 +76,9 @@ def _read(path: str, start: int = 0) -> str:
         return f.read().decode("utf-8", errors="replace")
 
 
-def _ended_by(returncode: int | None, stderr_tail: str, new_stacks: str) -> tuple[str, str]:
-    """How a process that left a test running ended: (outcome, message) for that test.
+def _ended_by(stderr_tail: str, new_stacks: str, returncode: int) -> tuple[str, str]:
+    """How a process that died in a test ended: (outcome, message) for that test.
     ``stderr_tail``, ``new_stacks``: what the process and faulthandler wrote during this attempt."""
-    if returncode is None:
-        return "timeout", "the file's wall bound ended the process in this test"
     if new_stacks.startswith("Timeout ("):  # faulthandler.dump_traceback_later's headline
         return "timeout", "stuck past the per-test bound where Python could not interrupt it; ended by faulthandler"
     if returncode < 0:
@@ -90,10 +88,11 @@ def _ended_by(returncode: int | None, stderr_tail: str, new_stacks: str) -> tupl
 
 
 def run_file(test_dir: str, name: str, work_dir: str, *, test_timeout: float, file_timeout: float,
-             neff_cache: str | None, grace: float = 30.0, log=print) -> None:
+             neff_cache: str | None, grace: float = 30.0, resume: bool = False, log=print) -> None:
     """Run one test file to the end (restarting after crashes) within file_timeout seconds;
     its events go to WORK_DIR/<name>.jsonl. ``grace``: how long past the per-test bound a test
-    that ignores the alarm may run before faulthandler ends the process."""
+    that ignores the alarm may run before faulthandler ends the process. ``resume``: keep the
+    results of an earlier run of this file and run only the tests it did not finish."""
     test_file = os.path.join(test_dir, name + ".py")
     results = os.path.join(work_dir, name + ".jsonl")
     skip_file = os.path.join(work_dir, name + ".done")
@@ -102,9 +101,12 @@ def run_file(test_dir: str, name: str, work_dir: str, *, test_timeout: float, fi
     ini = os.path.join(work_dir, "pytest.ini")
     with open(ini, "w", encoding="utf-8") as f:
         f.write("[pytest]\n")
-    for path in (results, skip_file, stderr_path, stacks_path):
-        if os.path.exists(path):
-            os.remove(path)
+    if not resume:
+        for path in (results, skip_file, stderr_path, stacks_path):
+            if os.path.exists(path):
+                os.remove(path)
+    elif os.path.exists(results):
+        _write_done(results, skip_file, name)
     deadline = time.monotonic() + file_timeout
     env = child_env(neff_cache)
     for attempt in range(MAX_RESTARTS + 1):
@@ -119,20 +121,26 @@ def run_file(test_dir: str, name: str, work_dir: str, *, test_timeout: float, fi
                 proc.wait()
                 returncode = None
         state = file_result(name, read_events(results))
+        if returncode is None:
+            # The test that was running is not blamed: it counts as not run, with the rest.
+            log(f"  {name}: wall bound of {file_timeout:g} s reached in {state.running}")
+            return
         if state.running is not None:
-            outcome, message = _ended_by(returncode, _read(stderr_path, seen_log), _read(stacks_path, seen_stacks))
+            outcome, message = _ended_by(_read(stderr_path, seen_log), _read(stacks_path, seen_stacks), returncode)
             log(f"  {name}: {outcome} in {state.running} ({message})")
             _record(results, event="result", nodeid=state.running, outcome=outcome, message=message, ops=None)
-        if returncode is None:
-            log(f"  {name}: wall bound of {file_timeout:g} s reached")
-            return
         if state.running is None:
             return  # pytest ran to its end (exit 0 all passed, 1 some failed, 2+ its own error: in the log)
         if attempt == MAX_RESTARTS:
             log(f"  {name}: {MAX_RESTARTS} restarts, giving up")
             return
-        with open(skip_file, "w", encoding="utf-8") as f:
-            f.write("\n".join(sorted(file_result(name, read_events(results)).results)) + "\n")
+        _write_done(results, skip_file, name)
+
+
+def _write_done(results: str, skip_file: str, name: str) -> None:
+    """The tests the results already hold, for the next attempt to deselect."""
+    with open(skip_file, "w", encoding="utf-8") as f:
+        f.write("\n".join(sorted(file_result(name, read_events(results)).results)) + "\n")
 
 
 def missing_testing_imports(test_file: str) -> list[str]:
@@ -180,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--file-timeout", type=float, default=3600.0, help="seconds per file")
     parser.add_argument("--neff-cache", default=None, help="NEFF cache directory (default WORK_DIR/neff-cache)")
     parser.add_argument("--from-results", action="store_true", help="render from WORK_DIR's results, run nothing")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep WORK_DIR's results and run only the tests they do not hold (e.g. after a wall bound)")
     args = parser.parse_args(argv)
 
     os.makedirs(args.work_dir, exist_ok=True)
@@ -191,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             print(f"running {name}", flush=True)
             run_file(args.test_dir, name, args.work_dir, test_timeout=args.test_timeout,
-                     file_timeout=args.file_timeout,
+                     file_timeout=args.file_timeout, resume=args.resume,
                      neff_cache=args.neff_cache or os.path.join(args.work_dir, "neff-cache"))
     files = []
     for name in names:
@@ -201,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # only now: the report names the torch the tests ran against
 
     command = "python tools/upstream_tests/run.py " + " ".join(
-        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]) if a != "--from-results")
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]) if a not in ("--from-results", "--resume"))
     info = RunInfo(command=command, commit=repo_commit(), torch_version=torch.__version__.split("+")[0],
                    test_timeout=args.test_timeout, file_timeout=args.file_timeout,
                    sources=read_sources(args.test_dir),

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 # Outcomes a test can end with. "crashed" (the process died inside it) and "not_run" (the file's
-# wall bound ended the run before it) are the runner's; the others the plugin's.
+# wall bound ended the run before it finished) are the runner's; the others the plugin's.
 OUTCOMES = ("passed", "failed", "error", "timeout", "crashed", "not_run", "skipped", "xfailed", "xpassed")
 BROKEN = ("failed", "error", "timeout", "crashed", "xpassed")
 
