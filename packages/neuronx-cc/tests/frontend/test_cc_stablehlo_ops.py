@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("torch_mlir")
 
-from neuronxcc.frontend import import_text, run_graph  # noqa: E402
+from neuronxcc.frontend import UnsupportedOp, import_text, run_graph  # noqa: E402
 
 
 def run(text, *inputs):
@@ -312,3 +312,22 @@ def test_mlir_bytecode():
     x = np.array([1, 4, 9, 16], np.float32)
     _, (y,) = run(buffer.getvalue(), x)
     np.testing.assert_array_equal(y, [1, 2, 3, 4])
+
+
+@pytest.mark.parametrize("src,dst,out_type", [("tensor<3x4xf32>", "tensor<3x4xi32>", np.int32),
+                                              ("tensor<3x4xf32>", "tensor<3x4x2xbf16>", None),
+                                              ("tensor<3x4xf32>", "tensor<3x4x4xui8>", np.uint8)], ids=str)
+def test_bitcast_convert_reads_the_bytes(src, dst, out_type):
+    x = A.copy()
+    x[0, :3] = [-0.0, np.nan, -np.inf]
+    graph, (y,) = run(func(f"%a: {src}", f"  %0 = stablehlo.bitcast_convert %a : ({src}) -> {dst}\n  return %0 : {dst}",
+                           dst), x)
+    assert [n.op for n in graph.nodes] == ["bitcast_convert"]
+    assert y.tobytes() == x.tobytes() and (out_type is None or y.dtype == out_type)
+
+
+def test_bitcast_convert_of_float64_is_refused_when_narrowed():
+    text = func("%a: tensor<3xf64>", "  %0 = stablehlo.bitcast_convert %a : (tensor<3xf64>) -> tensor<3xi64>\n"
+                "  return %0 : tensor<3xi64>", "tensor<3xi64>")
+    with pytest.raises(UnsupportedOp, match="float64"):
+        import_text(text, source="t.mlir")

@@ -420,6 +420,34 @@ def _pad_eval(arrays, attrs, out_types):
 _op("pad", 1, "moves_data")((_pad_infer, _pad_eval))
 
 
+def _bitcast_infer(types, attrs):
+    """StableHLO's ``bitcast_convert``: the operand's bytes read as ``dtype``. An equally wide
+    dtype keeps the shape; a narrower one adds a last dim of the width ratio (little-endian parts
+    of each element); a wider one takes that last dim away."""
+    src, dtype = types[0], dtypes.dtype_name(attrs["dtype"])
+    if "bool" in (src.dtype, dtype):
+        _fail("graph.bitcast", f"bitcast_convert {src.dtype} -> {dtype}: bool has no defined bit pattern")
+    a, b = dtypes.itemsize(src.dtype), dtypes.itemsize(dtype)
+    if a == b:
+        shape = src.shape
+    elif a > b and a % b == 0:
+        shape = (*src.shape, a // b)
+    elif a < b and b % a == 0 and src.shape and src.shape[-1] == b // a:
+        shape = src.shape[:-1]
+    else:
+        _fail("graph.bitcast", f"bitcast_convert {list(src.shape)} {src.dtype} -> {dtype}: a wider dtype needs a last "
+                               f"dim of {b // a if b % a == 0 else 'a whole ratio'} {src.dtype} elements")
+    return [TensorType(shape, dtype)]
+
+
+def _bitcast_eval(arrays, attrs, out_types):
+    out = out_types[0]
+    return [np.ascontiguousarray(arrays[0]).reshape(-1).view(dtypes.to_numpy(out.dtype)).reshape(out.shape)]
+
+
+_op("bitcast_convert", 1)((_bitcast_infer, _bitcast_eval))
+
+
 def _iota_infer(types, attrs):
     return [TensorType(tuple(attrs["shape"]), attrs["dtype"])]
 

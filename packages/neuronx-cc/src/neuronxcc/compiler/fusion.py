@@ -52,7 +52,7 @@ from .views import View, contiguous_strides
 OP_KINDS: dict[str, str] = {
     "argmax": "argreduce", "argmin": "argreduce", "argsort": "argsort", "cumsum": "cumsum", "concatenate": "concatenate", "pad": "pad",
     "dot_general": "matmul", "gather": "gather", "take_along_axis": "take_along_axis", "scatter": "scatter",
-    "index_add": "index_add", "dma_cast": "dma_cast", "words64": "words64",
+    "index_add": "index_add", "dma_cast": "dma_cast", "words64": "words64", "bitcast_convert": "bitcast",
 }
 # Group kinds whose groups absorb elementwise consumers of their result (an epilogue per output tile).
 EPILOGUE_KINDS = frozenset({"matmul"})

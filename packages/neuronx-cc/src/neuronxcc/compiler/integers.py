@@ -160,7 +160,7 @@ def _verdict(node, plan: IntegerPlan) -> str | None:
     out_range = ranges.get(out.id)
     if op == "iota" and dtypes.itemsize(out.type.dtype) == 8 and not small(out_range):
         return f"an int64 iota to {out_range[1]}: generated as int32 and stored through fp32"
-    if op in MOVES or op in ("gather", "take_along_axis"):
+    if op in MOVES or op in ("gather", "take_along_axis", "bitcast_convert"):
         return None  # bytes move: exact for every dtype
     ins = [ranges.get(v.id) for v in node.inputs]
     onchip = [onchip_dtype(v.type.dtype) for v in node.inputs]

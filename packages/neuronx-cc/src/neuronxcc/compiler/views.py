@@ -106,6 +106,25 @@ class View:
         return replace(self, dtype=dtype, strides=tuple(ratio * s for s in self.strides),
                        offset=ratio * self.offset + index)
 
+    def bytes_as(self, dtype: str) -> View | None:
+        """The bytes of an HBM view read as ``dtype`` (StableHLO's bitcast_convert): equally wide
+        keeps the shape, a narrower dtype adds a last dim of the parts of each element, a wider one
+        takes the last dim away - which needs it contiguous and the other strides whole multiples
+        of it (None otherwise: copy the view dense first)."""
+        a, b = dtypes.itemsize(self.dtype), dtypes.itemsize(dtype)
+        if self.kind != "hbm":
+            return None
+        if a >= b:
+            part = self.part(dtype)
+            return part if a == b else replace(part, shape=(*self.shape, a // b), strides=(*part.strides, 1))
+        ratio = b // a
+        strides = self.strides[:-1]
+        last = self.strides[-1] if self.shape[-1] > 1 else 1
+        if last != 1 or self.offset % ratio or any(s % ratio for s, n in zip(strides, self.shape) if n > 1):
+            return None
+        return replace(self, dtype=dtype, shape=self.shape[:-1], strides=tuple(s // ratio for s in strides),
+                       offset=self.offset // ratio)
+
     def select_dim(self, dim: int, index: int) -> View:
         """Fix ``dim`` to ``index`` (the dim stays, with size 1)."""
         shape = list(self.shape)

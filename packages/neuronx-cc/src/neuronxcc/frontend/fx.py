@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import operator
 import re
 
@@ -69,6 +70,7 @@ def decompositions() -> dict:
     table[aten.remainder.Scalar] = _remainder
     table[aten.remainder.Scalar_Tensor] = _remainder
     table[aten.fmod.Scalar] = _fmod_scalar
+    table[aten.copysign.Scalar] = _copysign_scalar
     table[aten.floor_divide.default] = _floor_divide
     table[aten.floor_divide.Scalar] = _floor_divide
     table[aten.div.Tensor_mode] = _div_mode
@@ -282,6 +284,16 @@ def _fmod_scalar(a, b):
     torch = _torch()[0]
     a, _, divisor = _promoted(a, b)
     return torch.fmod(a, divisor)
+
+
+def _copysign_scalar(a, b):
+    """copysign by a number (torch-mlir has no lowering of copysign.Scalar): the number's sign is
+    known while tracing (``math.copysign`` reads it from -0.0 and NaN too), so ``|a|`` or ``-|a|``,
+    in copysign's result dtype (a float: integers become the default float dtype)."""
+    torch = _torch()[0]
+    dtype = torch.result_type(a, b)
+    magnitude = torch.abs(a.to(dtype if dtype.is_floating_point else torch.get_default_dtype()))
+    return -magnitude if math.copysign(1.0, b) < 0 else magnitude
 
 
 def _div_mode(a, b, *, rounding_mode=None):

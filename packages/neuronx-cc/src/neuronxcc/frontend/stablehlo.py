@@ -424,6 +424,15 @@ def _convert(self, op):
     return [self.convert(a, self.rtype(op).dtype)]
 
 
+@_handles("stablehlo.bitcast_convert")
+def _bitcast_convert(self, op):
+    (a,) = self.ins(op)
+    source, result = mlir.tensor_type(op.operands[0].type), mlir.tensor_type(op.results[0].type)
+    if self.narrowing and "float64" in (source.dtype, result.dtype):
+        raise self.unsupported("the bytes of a float64 (narrowed to float32 on import: they are not kept)")
+    return [self.emit("bitcast_convert", a, dtype=result.dtype)]
+
+
 @_handles("stablehlo.optimization_barrier")
 def _barrier(self, op):
     return self.ins(op)

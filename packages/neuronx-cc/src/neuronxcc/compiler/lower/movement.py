@@ -158,6 +158,24 @@ def lower_dma_cast(ctx, group) -> None:
     ctx.views[out.id] = dest
 
 
+@register_lowering("bitcast")
+def lower_bitcast(ctx, group) -> None:
+    """``bitcast_convert``: the operand's bytes as another dtype. Its HBM view is read in the result
+    dtype (``View.bytes_as``) and moved by DMA into the result - both sides of each descriptor in
+    one dtype, so nothing is cast: -0.0, NaN payloads and signs arrive as they were."""
+    (node,) = group.nodes
+    out = node.outputs[0]
+    dest = ctx.destination(out)
+    src = hbm_view(ctx, node.inputs[0])
+    seen = src.bytes_as(out.type.dtype)
+    if seen is None:  # a strided view whose elements cannot be regrouped: dense first
+        dense = ctx.internal(src.shape, src.dtype, f"_b{out.id}")
+        materialize(ctx, src, dense)
+        seen = dense.bytes_as(out.type.dtype)
+    materialize(ctx, seen, dest)
+    ctx.views[out.id] = dest
+
+
 def _widen_to_int64(ctx, src: View, dst: View) -> None:
     low, high = dst.part("int32", 0), dst.part("int32", 1)
     forms = [Form(src.strides, src.offset, dtypes.itemsize(src.dtype)), Form(low.strides, low.offset, 4),
