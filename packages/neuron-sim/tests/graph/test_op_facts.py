@@ -95,6 +95,46 @@ def test_leaf_ops_take_no_operand():
     assert all(ops.OPS[op].arity == 0 for op in ops.LEAF_OPS)
 
 
+# Python's integer arithmetic, for the elementwise ops the registry says are exact on integers.
+INTEGER_REFERENCE = {
+    "abs": abs, "negate": lambda a: -a, "sign": lambda a: (a > 0) - (a < 0), "square": lambda a: a * a,
+    "copy": lambda a: a, "relu": lambda a: max(a, 0), "floor": lambda a: a, "ceil": lambda a: a, "round": lambda a: a,
+    "trunc": lambda a: a, "add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "multiply": lambda a, b: a * b,
+    "maximum": max, "minimum": min, "divide": lambda a, b: abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1),
+    "remainder": lambda a, b: a % b, "fmod": lambda a, b: abs(a) % abs(b) * (1 if a >= 0 else -1),
+    "power": lambda a, b: a ** b,
+}
+
+
+def evaluate_int64(op: str, arrays: list[np.ndarray], attrs: dict | None = None) -> np.ndarray:
+    attrs = attrs or {}
+    types = [TensorType(a.shape, "int64") for a in arrays]
+    return np.asarray(ops.OPS[op].evaluate(arrays, attrs, ops.infer(op, types, attrs))[0])
+
+
+@pytest.mark.parametrize("op", sorted(ops.EXACT_ON_INTEGERS_OPS & ops.ELEMENTWISE_OPS))
+def test_an_elementwise_op_exact_on_integers_gives_the_integer_result_past_fp32s_range(op):
+    a, b = 2**24 + 1, 3  # fp32 holds neither 2**24 + 1 nor most results below
+    arrays = [np.array([a, -a], np.int64), np.array([b, b], np.int64)][: ops.OPS[op].arity]
+    exact = [INTEGER_REFERENCE[op](*(int(x[i]) for x in arrays)) for i in range(2)]
+    expected = [(v + 2**63) % 2**64 - 2**63 for v in exact]  # wrapped to int64, as PyTorch does
+    assert evaluate_int64(op, arrays).tolist() == expected
+
+
+def test_reductions_exact_on_integers_give_the_integer_result_past_fp32s_range():
+    x = np.array([2**24, 2**24 + 1, 1], np.int64)  # fp32 rounds 2**24 + 1 to 2**24: a tie, a lost 1
+    assert evaluate_int64("reduce", [x], {"kind": "sum", "dims": (0,)}).tolist() == 2**25 + 2
+    assert evaluate_int64("cumsum", [x], {"dim": 0}).tolist() == [2**24, 2**25 + 1, 2**25 + 2]
+    assert evaluate_int64("argmax", [x], {"dim": 0}).tolist() == 1
+    assert evaluate_int64("argmin", [-x], {"dim": 0}).tolist() == 1
+
+
+def test_every_integer_form_is_given_as_the_fact():
+    assert set(INTEGER_REFERENCE) == ops.EXACT_ON_INTEGERS_OPS & ops.ELEMENTWISE_OPS
+    assert ops.EXACT_ON_INTEGERS_OPS - ops.ELEMENTWISE_OPS == {"reduce", "cumsum", "argmax", "argmin", "scatter",
+                                                               "index_add", "dot_general"}
+    assert ops.IDENTITY_ON_INTEGERS == {"copy", "floor", "ceil", "round", "trunc"}
+
 
 def test_scatters_are_the_ops_with_indexed_writes():
     assert ops.ops_with("indexed_writes") == {"scatter", "index_add"}

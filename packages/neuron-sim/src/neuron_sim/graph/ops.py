@@ -40,6 +40,8 @@ FACTS = {
                   "concatenation, padding, selection, gathers)",
     "correctly_rounded": "each element's result is the correctly rounded (or exact) fp32 value: an element "
                          "computed alone has the bits it has inside a whole array",
+    "exact_on_integers": "on integer operands (and an integer result) the result is the exact integer one, "
+                         "wrapped to the result dtype, not computed through fp32",
     "indexed_writes": "the result's elements are written where an index operand says (scatters)",
 }
 
@@ -177,9 +179,13 @@ def unary_evaluator(name, fn=None):
     return evaluate
 
 
+def _unary_facts(name: str) -> tuple[str, ...]:
+    return ("elementwise", *(("correctly_rounded",) if name in CORRECTLY_ROUNDED_UNARY else ()),
+            *(("exact_on_integers",) if name in INTEGER_UNARY else ()), *(("moves_data",) if name == "copy" else ()))
+
+
 for _name in UNARY:
-    _op(_name, 1, "elementwise", *(("correctly_rounded",) if _name in CORRECTLY_ROUNDED_UNARY else ()),
-        *(("moves_data",) if _name == "copy" else ()))((_same, unary_evaluator(_name)))
+    _op(_name, 1, *_unary_facts(_name))((_same, unary_evaluator(_name)))
 
 
 def _check_same_shapes(op, types):
@@ -232,7 +238,8 @@ def _binary_eval(name, fn, bitwise=False):
 
 
 for _name, _fn in BINARY.items():
-    _op(_name, 2, "elementwise")((_binary_infer(_name), _binary_eval(_name, _fn)))
+    _op(_name, 2, "elementwise", *(("exact_on_integers",) if _name in INTEGER_BINARY else ()))(
+        (_binary_infer(_name), _binary_eval(_name, _fn)))
 for _name, _fn in BITWISE.items():
     _op(_name, 2, "elementwise")((_binary_infer(_name), _binary_eval(_name, _fn, bitwise=True)))
 
@@ -523,7 +530,7 @@ def _reduce_eval(arrays, attrs, out_types):
     return [dtypes.convert(np.asarray(result, dtype=np.float32), out_types[0].dtype)]
 
 
-_op("reduce", 1)((_reduce_infer, _reduce_eval))
+_op("reduce", 1, "exact_on_integers")((_reduce_infer, _reduce_eval))
 
 
 def _arg_infer(types, attrs):
@@ -545,8 +552,8 @@ def _arg_eval(fn):
     return evaluate
 
 
-_op("argmax", 1)((_arg_infer, _arg_eval(np.argmax)))
-_op("argmin", 1)((_arg_infer, _arg_eval(np.argmin)))
+_op("argmax", 1, "exact_on_integers")((_arg_infer, _arg_eval(np.argmax)))
+_op("argmin", 1, "exact_on_integers")((_arg_infer, _arg_eval(np.argmin)))
 
 
 def _argsort_infer(types, attrs):
@@ -582,7 +589,7 @@ def _cumsum_eval(arrays, attrs, out_types):
     return [dtypes.convert(np.cumsum(f32(a), axis=attrs["dim"], dtype=np.float32), out_types[0].dtype)]
 
 
-_op("cumsum", 1)((lambda types, attrs: [TensorType(types[0].shape, attrs.get("dtype", types[0].dtype))], _cumsum_eval))
+_op("cumsum", 1, "exact_on_integers")((lambda types, attrs: [TensorType(types[0].shape, attrs.get("dtype", types[0].dtype))], _cumsum_eval))
 
 
 # --- matrix products -------------------------------------------------------------------------------
@@ -636,7 +643,7 @@ def _dot_eval(arrays, attrs, out_types):
     return [dtypes.convert(out.reshape(out_types[0].shape), out_types[0].dtype)]
 
 
-_op("dot_general", 2)((_dot_infer, _dot_eval))
+_op("dot_general", 2, "exact_on_integers")((_dot_infer, _dot_eval))
 
 
 # --- indexing --------------------------------------------------------------------------------------
@@ -708,7 +715,7 @@ def _scatter_eval(arrays, attrs, out_types):
     return [wrap(out, out_types[0].dtype) if exact else dtypes.convert(out, out_types[0].dtype)]
 
 
-_op("scatter", 3, "indexed_writes")((_scatter_infer, _scatter_eval))
+_op("scatter", 3, "exact_on_integers", "indexed_writes")((_scatter_infer, _scatter_eval))
 
 
 def _index_add_eval(arrays, attrs, out_types):
@@ -726,7 +733,7 @@ def _index_add_eval(arrays, attrs, out_types):
     return [dtypes.convert(np.moveaxis(out, 0, axis), out_types[0].dtype)]
 
 
-_op("index_add", 3, "indexed_writes")((lambda types, attrs: [types[0]], _index_add_eval))
+_op("index_add", 3, "exact_on_integers", "indexed_writes")((lambda types, attrs: [types[0]], _index_add_eval))
 
 
 # The sets of ops with a fact, for the readers that test membership on every node.
@@ -734,3 +741,6 @@ ELEMENTWISE_OPS = ops_with("elementwise")
 VIEW_OPS = ops_with("view")
 LEAF_OPS = ops_with("leaf")
 DATA_MOVEMENT_OPS = ops_with("moves_data")
+EXACT_ON_INTEGERS_OPS = ops_with("exact_on_integers")
+# Unary ops that leave an integer operand as it is (copies, rounding): nothing computed on integers.
+IDENTITY_ON_INTEGERS = frozenset(name for name, fn in INTEGER_UNARY.items() if fn is _identity)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 from neuron_sim import dtypes
+from neuron_sim.graph.ops import DATA_MOVEMENT_OPS, LEAF_OPS
 
 FP32_EXACT = 1 << 24  # every integer of magnitude <= 2**24 is an fp32 value
 INDEXED = {"gather": 1, "take_along_axis": 1, "scatter": 1, "index_add": 1}  # op -> index operand
-MOVES = frozenset({"broadcast_in_dim", "transpose", "slice", "reshape", "as_strided", "copy", "concatenate", "pad",
-                   "constant", "iota"})
+# Ops whose results are operand bytes moved (views, copies, gathers...) or made from nothing: exact
+# for every dtype. select moves data too, but through the engines' Select datapath, not as bytes.
+MOVES = (DATA_MOVEMENT_OPS - {"select"}) | LEAF_OPS
 Range = tuple[int, int]
 
 
@@ -156,7 +158,7 @@ def _value_range(node, out, ranges) -> Range:
         r = (0, max(n - 1, 0))
     elif op in ("argmax", "argmin", "argsort"):
         r = (0, max(node.inputs[0].type.shape[node.attrs["dim"] % node.inputs[0].type.rank] - 1, 0))
-    elif op in MOVES or op in ("gather", "take_along_axis", "select", "scatter"):
+    elif op in MOVES or op in ("select", "scatter"):
         data = [r for v, r in zip(node.inputs, ins) if r is not None and not (op in INDEXED and v is node.inputs[1])]
         if op == "select":
             data = ins[1:]

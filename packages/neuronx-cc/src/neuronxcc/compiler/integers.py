@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from neuron_sim import dtypes
 from neuron_sim.graph import Node
-from neuron_sim.graph.ops import INTEGER_BINARY, INTEGER_UNARY
+from neuron_sim.graph.ops import EXACT_ON_INTEGERS_OPS, IDENTITY_ON_INTEGERS
 
 from .emitter import onchip_dtype
 from .errors import node_error
@@ -59,17 +59,11 @@ from .integer_ranges import (
     union,
     value_ranges,
 )
+from .lower.elementwise_ops import INTEGER_ALU_OPS  # what the integer-ALU lowering computes
 from .lower.words64 import OPS as WORDS64_OPS  # what the 32-bit-word lowering computes
 
 INEXACT_INTEGER = "compile.inexact_integer"
-INTEGER_ALU_OPS = frozenset({"add", "subtract", "multiply", "maximum", "minimum", "abs", "negate", "square", "relu",
-                             "sign", "compare"})
 INTEGER_ALU_DTYPES = ("int32", "uint32")
-# Ops the graph defines exactly on integers (neuron_sim.graph.ops); every other op with integer
-# operands is defined through fp32 there, as the engines compute it.
-EXACT_INTEGER_OPS = frozenset(INTEGER_UNARY) | frozenset(INTEGER_BINARY) | {
-    "reduce", "cumsum", "argmax", "argmin", "scatter", "index_add", "dot_general"}
-IDENTITY_ON_INTEGERS = frozenset({"copy", "floor", "ceil", "round", "trunc"})
 WIDENED = frozenset({"bool", "int8", "uint8", "int16", "uint16", "int32"})  # -> int64 by words (sign-extended)
 # Results that are positions chosen by comparing the operand's values: rounding the operand changes
 # which position (never whether it is valid), so they are never "index only" computations.
@@ -160,7 +154,7 @@ def _verdict(node, plan: IntegerPlan) -> str | None:
     out_range = ranges.get(out.id)
     if op == "iota" and dtypes.itemsize(out.type.dtype) == 8 and not small(out_range):
         return f"an int64 iota to {out_range[1]}: generated as int32 and stored through fp32"
-    if op in MOVES or op in ("gather", "take_along_axis", "bitcast_convert"):
+    if op in MOVES or op == "bitcast_convert":
         return None  # bytes move: exact for every dtype
     ins = [ranges.get(v.id) for v in node.inputs]
     onchip = [onchip_dtype(v.type.dtype) for v in node.inputs]
@@ -191,9 +185,9 @@ def _verdict(node, plan: IntegerPlan) -> str | None:
         return _convert_verdict(node, plan, ins[0], rounded, stored_int64)
     # a dot_general with a float operand or result is the graph's fp32 product (integers loaded as fp32)
     float_dot = op == "dot_general" and not (all(is_integer(v) for v in node.inputs) and is_integer(out))
-    if op in ("select", "and", "or", "xor", "not", "shift_left", "shift_right") or op not in EXACT_INTEGER_OPS or float_dot:
+    if op in ("select", "and", "or", "xor", "not", "shift_left", "shift_right") or op not in EXACT_ON_INTEGERS_OPS or float_dot:
         # moved or computed bit for bit on chip (select, bitwise), or defined through fp32 by the
-        # graph itself: exact as long as no int64 value passes a DMA cast on the way
+        # graph itself (no exact_on_integers fact): exact as long as no int64 value passes a DMA cast
         if rounded or stored_int64:
             return f"{op} of {operands()} -> {_describe(out, ranges)}: int64 moves on and off the chip through fp32"
         return None

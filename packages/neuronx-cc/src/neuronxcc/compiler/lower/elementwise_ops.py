@@ -339,6 +339,8 @@ def _integer_alu(tc, node, ins, dtype) -> Operand:
 
 INTEGER_ALU_BINARY = {"add": "add", "subtract": "subtract", "multiply": "multiply", "maximum": "maximum",
                       "minimum": "minimum"}
+# The graph ops ``_integer_alu`` computes (the integer check sends only these to it).
+INTEGER_ALU_OPS = frozenset({*INTEGER_ALU_BINARY, "compare", "negate", "abs", "square", "relu", "sign"})
 
 
 # --- composites --------------------------------------------------------------------------------------
