@@ -2,18 +2,18 @@
 compile time with the graph's own op definitions (so the values are exactly the fast executor's)
 and become constants themselves - immediates when uniform, generated or stored otherwise.
 
-Only uniform values (computed on one element) and small results are folded, so folding never
-materializes large arrays at compile time.
+Only uniform values (computed on one element) and results of at most
+``neuron_sim.graph.folding.FOLD_MAX_ELEMENTS`` are folded, so folding never materializes large
+arrays at compile time (``folding`` says why each layer folds).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from neuron_sim.graph.ops import ELEMENTWISE_OPS, OPS, VIEW_OPS
+from neuron_sim.graph.folding import FOLD_MAX_ELEMENTS, evaluate, is_uniform
+from neuron_sim.graph.ops import ELEMENTWISE_OPS, VIEW_OPS
 
 from .constants import constant_value
-
-MAX_FOLDED_ELEMENTS = 4096
 
 
 def fold_constants(nodes) -> dict[int, np.ndarray]:
@@ -29,29 +29,18 @@ def fold_constants(nodes) -> dict[int, np.ndarray]:
         if not node.inputs or any(v.id not in known for v in node.inputs):
             continue
         arrays = [known[v.id] for v in node.inputs]
-        uniform = all(_uniform(a) for a in arrays)
-        if not uniform and out.type.num_elements > MAX_FOLDED_ELEMENTS:
+        uniform = all(is_uniform(a) for a in arrays)
+        if not uniform and out.type.num_elements > FOLD_MAX_ELEMENTS:
             continue
+        types = [v.type for v in node.outputs]
         if uniform and node.op in ELEMENTWISE_OPS:
             small = [a.reshape(-1)[:1].reshape(()) if a.size else a for a in arrays]
-            with np.errstate(all="ignore"):
-                (value,) = OPS[node.op].evaluate(small, node.attrs, [v.type for v in node.outputs])
-            known[out.id] = np.broadcast_to(np.asarray(value), out.type.shape)
+            (value,) = evaluate(node.op, small, node.attrs, types)
+            known[out.id] = np.broadcast_to(value, out.type.shape)
             continue
         if uniform and node.op in VIEW_OPS and arrays[0].size:
             known[out.id] = np.broadcast_to(arrays[0].reshape(-1)[:1].reshape(()), out.type.shape)
             continue
-        with np.errstate(all="ignore"):
-            (value,) = OPS[node.op].evaluate(arrays, node.attrs, [v.type for v in node.outputs])
-        known[out.id] = np.asarray(value).reshape(out.type.shape)
+        (value,) = evaluate(node.op, arrays, node.attrs, types)
+        known[out.id] = value.reshape(out.type.shape)
     return known
-
-
-def _uniform(a: np.ndarray) -> bool:
-    if a.size <= 1:
-        return True
-    flat = np.ascontiguousarray(a).reshape(-1)
-    if a.strides and all(s == 0 for s in a.strides):
-        return True
-    bits = flat.view(f"u{flat.dtype.itemsize}")
-    return bool(np.all(bits == bits[0]))

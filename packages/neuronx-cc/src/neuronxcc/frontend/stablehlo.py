@@ -19,14 +19,11 @@ import math
 
 import numpy as np
 from neuron_sim import dtypes
-from neuron_sim.graph import OPS, Graph, TensorType, Value
+from neuron_sim.graph import Graph, TensorType, Value, folding
 from neuron_sim.graph.ops import infer
 
 from . import mlir
 from .errors import FrontendError, UnsupportedOp
-
-# Fold an op over constants when its result is at most this big (or no bigger than its inputs).
-FOLD_ELEMENTS = 4096
 
 UNARY = {
     "negate": "negate", "abs": "abs", "exponential": "exp", "exponential_minus_one": "expm1", "log": "log",
@@ -220,14 +217,12 @@ class _Importer:
             (t,) = infer(name, [v.type for v in inputs], attrs)
             # fold unless that materializes a bigger tensor (a broadcast bias stays a broadcast)
             if t.num_elements <= max(v.type.num_elements for v in inputs):
-                with np.errstate(all="ignore"):
-                    (r,) = OPS[name].evaluate([self.const[v.id] for v in inputs], attrs, [t])
-                return self.constant(dtypes.convert(np.asarray(r), t.dtype) if np.asarray(r).dtype != dtypes.to_numpy(t.dtype)
-                                     else np.asarray(r), t.dtype)
-        if name == "iota" and math.prod(attrs["shape"]) <= FOLD_ELEMENTS:
+                (r,) = folding.evaluate(name, [self.const[v.id] for v in inputs], attrs, [t])
+                return self.constant(dtypes.convert(r, t.dtype) if r.dtype != dtypes.to_numpy(t.dtype) else r, t.dtype)
+        if name == "iota" and math.prod(attrs["shape"]) <= folding.FOLD_MAX_ELEMENTS:
             (t,) = infer(name, [], attrs)
-            (r,) = OPS[name].evaluate([], attrs, [t])
-            return self.constant(np.asarray(r), t.dtype)
+            (r,) = folding.evaluate(name, [], attrs, [t])
+            return self.constant(r, t.dtype)
         v = self.graph.add1(name, *inputs, location=self.loc(), **attrs)
         self.producers[v.id] = self.graph.nodes[-1]
         if name == "broadcast_in_dim" and self.splat(inputs[0]) is not None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import dtypes
-from ...graph import Graph
+from ...graph import Graph, folding
 from ...graph import ops as graph_ops
 from .ops import dot_into, evaluator
 from .split import group_runs, raise_op_failure
@@ -47,7 +47,7 @@ _UNARY_UFUNCS = {name: fn for name, fn in graph_ops.UNARY.items() if isinstance(
 # Binary ops that give the same bits when a non-NaN operand is a broadcast scalar.
 _SPLAT_OK = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
 _DIRECT_MIN_ELEMENTS = 1 << 14  # 64 KiB of float32
-_FOLD_MAX_ELEMENTS = 1 << 16
+_FOLD_MAX_ELEMENTS = folding.PLAN_FOLD_FACTOR * folding.FOLD_MAX_ELEMENTS  # host memory, kept per graph
 _PAIRWISE_MAX = 64  # direct outputs x bound buffers compared pair by pair
 _byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or np.byte_bounds  # numpy 2 / 1.26
 
@@ -123,13 +123,11 @@ def _fold(node, arrays: list[np.ndarray]) -> list[np.ndarray] | None:
     another op's only when its results are small or broadcast views (a plan keeps them for as long
     as its graph lives). None also when the op fails: it then fails when the plan runs, located."""
     try:
-        with np.errstate(all="ignore"):
-            results = graph_ops.OPS[node.op].evaluate(arrays, node.attrs, [v.type for v in node.outputs])
+        results = folding.evaluate(node.op, arrays, node.attrs, [v.type for v in node.outputs])
     except Exception:
         if node.op == "constant":
             raise
         return None
-    results = [np.asarray(r) for r in results]
     if node.op != "constant" and not all(r.size <= _FOLD_MAX_ELEMENTS or 0 in r.strides for r in results):
         return None
     return results
