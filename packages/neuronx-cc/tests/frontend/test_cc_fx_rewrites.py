@@ -6,6 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_mlir")
+from neuron_sim import IndexOutOfBoundsError  # noqa: E402
 from neuronxcc.frontend import UnsupportedOp, decompositions, from_fx, run_graph  # noqa: E402
 from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
@@ -184,6 +185,36 @@ def test_cumsum_to_8_bit_integers_wraps(x, dim, dtype):
 def test_negative_advanced_indices_count_from_the_end(fn, inputs):
     (got,) = lowered(fn, *inputs)
     assert torch.equal(got, fn(*inputs))
+
+
+SIZE_1_DIM_INDEXING = [
+    (lambda x, i: x.index_select(0, i), torch.arange(3.).view(1, 3)),
+    (lambda x, i: x.index_select(-1, i), torch.arange(6, dtype=torch.int32).view(2, 3, 1)),
+    (lambda x, i: x.index_select(1, i.view(())), torch.tensor([[[2**40 + 1]], [[-5]]])),  # a 0-d index
+    (lambda x, i: x.index_select(0, i), torch.tensor([7.], dtype=torch.float16)),
+    (lambda x, i: torch.take(x, i), torch.tensor([[7.]])),
+    (lambda x, i: torch.nn.functional.embedding(i, x), torch.arange(129.).view(1, 129)),
+]
+SIZE_1_DIM_IDS = ["index_select", "index_select_last_dim", "index_select_0d_index", "index_select_1d", "take",
+                  "embedding"]
+
+
+@pytest.mark.parametrize("fn, x", SIZE_1_DIM_INDEXING, ids=SIZE_1_DIM_IDS)
+def test_an_index_into_a_size_1_dim_reads_its_row(fn, x):
+    i = torch.tensor([0])
+    (got,) = lowered(fn, x, i)
+    assert torch.equal(got, fn(x, i))
+
+
+@pytest.mark.parametrize("fn, x", SIZE_1_DIM_INDEXING, ids=SIZE_1_DIM_IDS)
+@pytest.mark.parametrize("index", [1, -2, 2**40])
+def test_an_index_past_a_size_1_dim_raises(fn, x, index):
+    """torch-mlir folded ``index_select`` over a size-1 dim into its operand: any index read row 0."""
+    i = torch.tensor([index])
+    with pytest.raises((IndexError, RuntimeError)):  # CPU's strided kernel raises RuntimeError
+        fn(x, i)
+    with pytest.raises(IndexOutOfBoundsError, match=r"index -?\d+ is out of bounds for a dimension of size 1"):
+        lowered(fn, x, i)
 
 
 @pytest.mark.parametrize("fn, x", [

@@ -52,6 +52,13 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   ``torch.constant.int``. A diagonal is the two dims moved last and flattened, read with a step
   of one row plus one; an unfold is its windows (or the window's positions, whichever are fewer)
   as strided slices, stacked.
+* ``index_select`` of one index over a dim of size 1 (also ``take`` of a one-element tensor and
+  ``embedding`` of a one-row table, both index_selects here): torch-mlir folds it into its operand
+  (StableHLO clamps gather indices, so any index reads row 0), and the index was never checked -
+  ``index_select(x[1, 3], 0, [1])`` returned row 0 where CPU raises IndexError. It becomes
+  ``aten.index`` of ``x`` viewed as ``[1, the other dims]`` (views only, the same row gather),
+  which torch-mlir keeps: an out-of-range index - a negative one too, which ``index_select``
+  refuses and which is not wrapped here - stops the launch as any gather's does.
 * comparisons (``eq`` ... ``ge``, with a number or a tensor) whose operands promote: torch-mlir
   converts a number to the tensor's dtype (``bool_x != -1`` compared ``x`` with ``True``) and of
   two tensors the narrower to the wider (uint8 vs int8 compared in int8). Both operands are
@@ -145,6 +152,7 @@ def _rewrite(gm) -> None:
         elif _rounds_per_step(node, halves):
             changed |= _reduce_as(gm.graph, node, torch.float32, halves)
     changed |= _lift_dim_ops_over_0dim(gm.graph)
+    changed |= _index_select_over_size_1_dims(gm.graph)  # also those the lift made
     if changed:
         gm.recompile()
 
@@ -304,6 +312,36 @@ def _lift_dim_ops_over_0dim(graph) -> bool:
             with graph.inserting_after(reader):
                 back = _call(graph, torch.ops.aten.view.default, (reader, shape), like=n)
             reader.replace_all_uses_with(back, delete_user_cb=lambda user, back=back: user is not back)
+        changed = True
+    return changed
+
+
+def _index_select_over_size_1_dims(graph) -> bool:
+    """``index_select(x, d, i)`` of one index over a dim of size 1 (the result has ``x``'s shape: the
+    case torch-mlir folds) as ``aten.index(x viewed as [1, ...the other dims], [i viewed as [1]])``
+    viewed back: the same row, but a gather torch-mlir keeps, so the launch checks ``i`` (see the
+    module docstring). Its index is not wrapped: a negative one is out of bounds, as
+    ``index_select`` has it."""
+    import torch
+
+    aten = torch.ops.aten
+    changed = False
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not aten.index_select.default:
+            continue
+        x, dim, index = node.args[0], _arg(node, 1, "dim"), _arg(node, 2, "index")
+        x_val, index_val = x.meta.get("val"), index.meta.get("val")
+        if not (isinstance(x_val, torch.Tensor) and x_val.dim() and isinstance(index_val, torch.Tensor)
+                and isinstance(dim, int) and x_val.shape[dim % x_val.dim()] == 1 and index_val.numel() == 1):
+            continue
+        others = [s for d, s in enumerate(x_val.shape) if d != dim % x_val.dim()]
+        with graph.inserting_before(node):
+            table = _call(graph, aten.view.default, (x, [1, *others]), like=node)
+            index = _call(graph, aten.view.default, (index, [1]), like=node)
+            row = _call(graph, aten.index.Tensor, (table, [index]), like=node)
+            result = _call(graph, aten.view.default, (row, list(node.meta["val"].shape)), like=node)
+        node.replace_all_uses_with(result)
+        graph.erase_node(node)
         changed = True
     return changed
 

@@ -1,0 +1,82 @@
+"""Indices into a dim of size 1 are range-checked like any other, eager, adaptive and compiled.
+
+torch-mlir folded ``index_select`` of one index over a size-1 dim into its operand (StableHLO
+clamps gather indices), so an out-of-range index silently read row 0: ``index_select``,
+``F.embedding`` of a one-row table and ``torch.take`` of a one-element tensor returned values
+where CPU raises. The other indexing ops keep their gathers/scatters and were checked already;
+they are here so a new fold is caught too."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+import torch.nn.functional as F
+import torch_neuronx
+
+N = "neuron"
+
+# (name, fn, inputs): inputs on CPU, the index last but for embedding (its index comes first).
+SIZE_1_DIM_OPS = [
+    ("index_select", lambda x, i: x.index_select(0, i), torch.arange(3.).view(1, 3)),
+    ("index_select_last_dim", lambda x, i: x.index_select(2, i), torch.arange(12).view(3, 4, 1)),
+    ("index_select_1d_int64", lambda x, i: x.index_select(0, i), torch.tensor([2**40 + 1])),
+    ("index_select_non_contiguous", lambda x, i: x.index_select(0, i), torch.arange(10.).view(5, 2).t()[1:]),
+    ("embedding", lambda x, i: F.embedding(i, x), torch.arange(129.).view(1, 129)),
+    ("take", lambda x, i: torch.take(x, i), torch.tensor([[7.]], dtype=torch.bfloat16)),
+    ("index", lambda x, i: x[i], torch.arange(5.).view(1, 5)),
+    ("index_dim1", lambda x, i: x[:, i], torch.arange(3.).view(3, 1)),
+    ("gather", lambda x, i: x.gather(0, i.view(1, 1).expand(1, 3)), torch.arange(3.).view(1, 3)),
+    ("index_put", lambda x, i: x.index_put((i,), x.new_ones(3)), torch.zeros(1, 3)),
+    ("index_add", lambda x, i: x.index_add(0, i, x.new_ones(1, 3)), torch.zeros(1, 3)),
+    ("index_copy", lambda x, i: x.index_copy(0, i, x.new_ones(1, 3)), torch.zeros(1, 3)),
+    ("index_fill", lambda x, i: x.index_fill(0, i, 2.0), torch.zeros(1, 3)),
+    ("scatter", lambda x, i: x.scatter(0, i.view(1, 1).expand(1, 3), x.new_ones(1, 3)), torch.zeros(1, 3)),
+    ("scatter_add", lambda x, i: x.scatter_add(0, i.view(1, 1).expand(1, 3), x.new_ones(1, 3)), torch.zeros(1, 3)),
+]
+IDS = [name for name, *_ in SIZE_1_DIM_OPS]
+MODES = ["eager", "adaptive", "compile"]
+
+
+@contextlib.contextmanager
+def _mode(mode):
+    torch._dynamo.reset()
+    if mode == "adaptive":
+        torch_neuronx.set_adaptive_eager(True)
+    try:
+        yield
+    finally:
+        if mode == "adaptive":
+            torch_neuronx.set_adaptive_eager(None)
+
+
+def _on_device(fn, mode, x, i):
+    run = torch.compile(fn, backend="neuron") if mode == "compile" else fn
+    with _mode(mode):
+        out = run(x.to(N), i.to(N))
+        return out.cpu()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name, fn, x", SIZE_1_DIM_OPS, ids=IDS)
+def test_an_index_into_a_size_1_dim_gives_cpus_values(name, fn, x, mode):
+    i = torch.tensor([0])
+    expected = fn(x, i)
+    got = _on_device(fn, mode, x, i)
+    assert got.dtype == expected.dtype and got.shape == expected.shape and torch.equal(got, expected)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name, fn, x", SIZE_1_DIM_OPS, ids=IDS)
+@pytest.mark.parametrize("index", [1, -2])
+def test_an_index_past_a_size_1_dim_raises(name, fn, x, mode, index):
+    """Raised at the sync (the read), as every out-of-range gather: the device's IndexError."""
+    i = torch.tensor([index])
+    with pytest.raises((IndexError, RuntimeError)):
+        fn(x, i)  # CPU raises too
+    with pytest.raises((IndexError, RuntimeError), match=r"out of (bounds|range)") as info:
+        _on_device(fn, mode, x, i)
+    assert isinstance(getattr(info.value, "original", info.value), IndexError)
+    torch.neuron.synchronize()  # the error was delivered: the device works again
+    assert torch.equal(_on_device(fn, mode, x, torch.tensor([0])), fn(x, torch.tensor([0])))
