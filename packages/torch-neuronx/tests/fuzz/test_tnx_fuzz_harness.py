@@ -76,6 +76,14 @@ def test_sum_check_bounds_by_the_magnitude_of_the_terms():
     assert differences(torch.tensor(6.01), torch.tensor(6.0), "sum", [y], {}, _sum_reval) is not None
 
 
+def test_alpha_check_allows_the_rounding_of_the_product_only():
+    a = torch.tensor([1096.6331787109375])
+    fused, rounded_twice = torch.add(a, a, alpha=-1.5), a + (a * -1.5)  # CPU fuses: they differ by one ulp
+    assert differences(rounded_twice, fused, "alpha", [a, a], {"alpha": -1.5}) is None
+    assert differences(rounded_twice, fused) is not None
+    assert differences(fused + 4 * 6.1e-5, fused, "alpha", [a, a], {"alpha": -1.5}) is not None
+
+
 def test_every_op_names_a_known_check():
     assert {op.check for op in OPS.values()} <= set(CHECKS)
     assert all(op.template.count("{a}") for op in OPS.values())

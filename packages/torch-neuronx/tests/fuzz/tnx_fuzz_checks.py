@@ -10,6 +10,8 @@ correct implementation of that one op may do differently:
 * ``nan_sign`` (signbit, copysign): exact, except that where the sign comes from a NaN (the last
   operand) either sign is right. IEEE 754 (6.3) leaves the sign of a NaN an operation makes
   unspecified, and CPU's differs by dtype (+NaN from float32 log(-1), -NaN from bfloat16 0/0).
+* ``alpha`` (``torch.add(a, b, alpha=k)``): exact, plus the rounding of ``k * b``: CPU fuses it into
+  one rounding (a fused multiply-add), an engine may round the product first; PyTorch promises neither.
 * ``ulp``: transcendental functions (exp, log, tanh...): both sides compute in fp32 with a few
   ulp of error, then round to the output dtype: 4 fp32 ulp, plus one ulp of a 16-bit output.
 * ``argument``: as ``ulp``, plus 4 fp32 ulp of the argument: sin (range reduction) and GELU
@@ -67,6 +69,11 @@ def _tol_pow(want, operands, params, reval):
     w = want.double().abs()
     log_r = torch.nan_to_num(torch.log(w).abs(), posinf=0.0, neginf=0.0)
     return (4 + log_r) * EPS32 * w + _eps_out(want.dtype) * w
+
+
+def _tol_alpha(want, operands, params, reval):
+    product = abs(params.get("alpha", 1)) * _abs64(operands[1])
+    return EPS32 * product + _eps_out(want.dtype) * want.double().abs()
 
 
 def _terms(reval, operands):
@@ -143,7 +150,7 @@ def _tol_logsumexp(want, operands, params, reval):
 
 
 CHECKS = {
-    "exact": _tol_exact, "nan_sign": _tol_exact, "ulp": _tol_ulp, "argument": _tol_argument, "pow": _tol_pow, "sum": _tol_sum,
+    "exact": _tol_exact, "nan_sign": _tol_exact, "alpha": _tol_alpha, "ulp": _tol_ulp, "argument": _tol_argument, "pow": _tol_pow, "sum": _tol_sum,
     "mean": _tol_mean, "prod": _tol_prod, "var": _tol_var, "std": _tol_std, "softmax": _tol_softmax,
     "log_softmax": _tol_log_softmax, "logsumexp": _tol_logsumexp,
 }

@@ -147,6 +147,11 @@ KNOWN_ISSUES = [
     ("fuzz-45 - numerics2: torch.compile of fmax/fmin of operands that broadcast raises NeuronCompileError (chlo.broadcast_compare)",
      lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and "'chlo.broadcast_compare' op inferred type(s)" in m.message
      and any(step["op"] == "fmax" for step in program["steps"])),
+    ("fuzz-46 - numerics2: torch.compile of any/all of a uint8 tensor raises NeuronCompileError (or-/and-reduction of uint8)",
+     lambda program, mode, m: mode == "compile" and m.kind == "neuron error"
+     and bool(re.search(r"bitwise (or|and)-reduction of uint8 \(logical reductions of i1 only\)", m.message))),
+    ("fuzz-47 - numerics2: torch.compile of x ^ <Python number> raises NeuronCompileError (aten.bitwise_xor.Scalar has no lowering)",
+     lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and "cannot compile 'aten.bitwise_xor.Scalar'" in m.message),
     ("fuzz-28 - torchcore: an out= that is its own input (sum(x, 0, out=x)) is not resized or written as CPU's", _out_into_its_input),
 ]
 
