@@ -32,7 +32,7 @@ import re
 
 from neuron_sim.graph import Graph
 
-from . import fx_rewrites, pipeline
+from . import fx_convolution, fx_rewrites, pipeline
 from .errors import MissingDependency, UnsupportedOp
 from .mlir import describe_location
 from .pipeline_worker import PipelineError
@@ -86,6 +86,9 @@ def decompositions() -> dict:
                          ("bitwise_left_shift", aten.bitwise_left_shift.Tensor)):
         overload = "Scalar" if name.startswith("__") else "Tensor_Scalar"
         table[getattr(getattr(aten, name), overload)] = _shift_by_a_number(target)
+    # torch-mlir lowers these to stablehlo.convolution, which the graph IR has no form for
+    table[aten.convolution.default] = fx_convolution.convolution
+    table[aten.convolution_backward.default] = fx_convolution.convolution_backward
     return table
 
 

@@ -8,7 +8,7 @@ import torch
 
 from ..compiled import dispatch
 from ..device.kernel_library import KernelLibrary
-from .convolution import convolution_backward_overrideable, convolution_overrideable
+from .convolution import KERNELS as CONVOLUTION_KERNELS
 from .copies import copy_from, copy_from_and_resize, local_scalar_dense, resize_
 from .random import ops as random_ops
 from .random.draws import KERNELS as RANDOM_KERNELS
@@ -48,8 +48,7 @@ def _register_explicit(lib: torch.library.Library) -> None:
         ("_copy_from_and_resize", copy_from_and_resize),
         ("resize_", resize_),
         ("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type),
-        ("convolution_overrideable", convolution_overrideable),
-        ("convolution_backward_overrideable", convolution_backward_overrideable),
+        *CONVOLUTION_KERNELS.items(),
         ("_local_scalar_dense", local_scalar_dense),
     ]:
         lib.impl(name, fn, "PrivateUse1")

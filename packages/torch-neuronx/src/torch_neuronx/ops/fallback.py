@@ -250,6 +250,8 @@ def as_cpu_kernel_returns(op, args, kwargs, meta_out):
     preallocated from the meta results). Batch norm in eval mode returns empty save_mean /
     save_invstd on CPU, not [C]: every BatchNorm in eval() failed on neuron."""
     name = _op_name(op)
+    if name in _CONVOLUTION_OPS:
+        return _convolution_layout(arguments_by_name(op, args, kwargs), meta_out)
     if name not in _NORM_OPS:
         return meta_out
     by_name = arguments_by_name(op, args, kwargs)
@@ -267,6 +269,25 @@ def as_cpu_kernel_returns(op, args, kwargs, meta_out):
     if name in ("aten::native_batch_norm", "aten::_native_batch_norm_legit") and not by_name.get("training", True):
         out[1], out[2] = out[1].new_empty(0), out[2].new_empty(0)
     return type(meta_out)(out) if isinstance(meta_out, tuple) else out
+
+
+_CONVOLUTION_OPS = {"aten::convolution", "aten::convolution_backward"}
+
+
+def _convolution_layout(by_name, meta_out):
+    """CPU's convolutions compute in channels_last when the input or the weight is in it (4-d and
+    5-d tensors), and return their results (the gradients of the input and the weight too) so;
+    the meta kernels always give contiguous ones."""
+    x, w = by_name["input"], by_name["weight"]
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+    layout = formats.get(x.dim())
+    if layout is None or not (x.is_contiguous(memory_format=layout) and not x.is_contiguous()
+                              or w.is_contiguous(memory_format=layout) and not w.is_contiguous()):
+        return meta_out
+    if isinstance(meta_out, torch.Tensor):
+        return meta_out.contiguous(memory_format=layout)
+    return type(meta_out)(t.contiguous(memory_format=layout) if t is not None and t.dim() == x.dim() else t
+                          for t in meta_out)
 
 
 _NORM_OPS = {"aten::native_layer_norm", "aten::native_group_norm", "aten::native_batch_norm",
