@@ -193,7 +193,7 @@ def _reasons_table(results: dict) -> list[str]:
     lines = ["", "## Why ops fall back", "", "| ATen op | pairs | reason |", "|---|---:|---|"]
     for op, pairs in cost.most_common():
         reason = REASONS.get(op, "no compiled path: a random draw, a data-dependent or host result, hidden mutation, "
-                                 "or an op with its own CPU-fallback kernel (convolution)")
+                                 "or an op with its own CPU-fallback kernel")
         lines.append(f"| `{op}` | {pairs} | {reason.replace('|', chr(92) + '|')} |")
     return lines
 

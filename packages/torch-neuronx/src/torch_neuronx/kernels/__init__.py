@@ -4,5 +4,6 @@
 reaches (``compiled.dispatch``: compiled on the NeuronCore, or CPU fallback), the functional
 overloads of structured ops routed there directly, and the explicit kernels - ``copies``
 (``_copy_from``, ``.item()``, ``resize_``), ``views`` (metadata only), ``random`` (on-device RNG), ``rnn`` (fused
-cells), ``convolution`` and ``whole_ops`` (ops kept whole instead of decomposed).
+cells), ``convolution`` (registered whole, compiled), ``batch_norm`` (the running-statistics update
+as a functional op plus a copy) and ``whole_ops`` (ops kept whole instead of decomposed).
 """

@@ -8,6 +8,7 @@ import torch
 
 from ..compiled import dispatch
 from ..device.kernel_library import KernelLibrary
+from .batch_norm import native_batch_norm
 from .convolution import KERNELS as CONVOLUTION_KERNELS
 from .copies import copy_from, copy_from_and_resize, local_scalar_dense, resize_
 from .random import ops as random_ops
@@ -49,6 +50,7 @@ def _register_explicit(lib: torch.library.Library) -> None:
         ("resize_", resize_),
         ("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type),
         *CONVOLUTION_KERNELS.items(),
+        ("native_batch_norm", native_batch_norm),
         ("_local_scalar_dense", local_scalar_dense),
     ]:
         lib.impl(name, fn, "PrivateUse1")

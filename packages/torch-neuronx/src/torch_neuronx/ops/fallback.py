@@ -266,7 +266,8 @@ def as_cpu_kernel_returns(op, args, kwargs, meta_out):
     for i in (1, 2):
         if out[i].dtype != stat_dtype:
             out[i] = out[i].to(stat_dtype)
-    if name in ("aten::native_batch_norm", "aten::_native_batch_norm_legit") and not by_name.get("training", True):
+    if (name in ("aten::native_batch_norm", "aten::_native_batch_norm_legit") and not by_name.get("training", True)
+            or name == "aten::_native_batch_norm_legit_no_training"):
         out[1], out[2] = out[1].new_empty(0), out[2].new_empty(0)
     return type(meta_out)(out) if isinstance(meta_out, tuple) else out
 
@@ -291,7 +292,8 @@ def _convolution_layout(by_name, meta_out):
 
 
 _NORM_OPS = {"aten::native_layer_norm", "aten::native_group_norm", "aten::native_batch_norm",
-             "aten::_native_batch_norm_legit", "aten::_batch_norm_with_update"}
+             "aten::_native_batch_norm_legit", "aten::_batch_norm_with_update",
+             "aten::_native_batch_norm_legit_functional", "aten::_native_batch_norm_legit_no_training"}
 
 
 def _is_shape_error(err: Exception) -> bool:
