@@ -15,6 +15,7 @@ such graphs op by op).
 
 from __future__ import annotations
 
+import math
 import re
 
 import torch
@@ -160,6 +161,18 @@ KNOWN_ISSUES = [
      lambda program, mode, m: m.kind == "value" and _step_op(program, m) in ("prod", "prod_dim") and m.got is not None
      and m.expected is not None and m.expected.dtype in (torch.float16, torch.bfloat16) and m.got.shape == m.expected.shape
      and bool((~m.expected.isfinite() & m.got.isfinite()).any())),
+    ("fuzz-49 - numerics2: torch.compile of masked_fill with a value its dtype cannot hold raises nothing (CPU: 'value cannot be "
+     "converted to type int8_t without overflow')",
+     lambda program, mode, m: mode == "compile" and m.kind == "missing error" and "without overflow" in m.message
+     and (_step_op(program, m) or "").startswith("masked_fill")),
+    ("fuzz-50 - numerics2: a Python number in an op of a 16-bit float tensor is rounded to that dtype first (bf16 * -3.4028e38: "
+     "the number becomes -inf; CPU keeps it in fp32)",
+     lambda program, mode, m: m.kind == "value" and m.step is not None and m.expected is not None
+     and m.expected.dtype in (torch.float16, torch.bfloat16) and any(isinstance(v, float) and math.isfinite(v) and abs(v) > torch.finfo(m.expected.dtype).max
+             for v in program["steps"][m.step].get("params", {}).values())),
+    ("fuzz-51 - numerics2: var/std of float32 values near its max overflow to inf (CPU finite; fuzz-29's float32 face)",
+     lambda program, mode, m: m.kind == "value" and _step_op(program, m) in ("var", "std") and m.got is not None and m.expected is not None
+     and m.got.shape == m.expected.shape and bool((~m.got.isfinite() & m.expected.isfinite()).any())),
     ("fuzz-28 - torchcore: an out= that is its own input (sum(x, 0, out=x)) is not resized or written as CPU's", _out_into_its_input),
 ]
 
