@@ -30,6 +30,7 @@ class ValidationError(NeuronSimError, ValueError):
         if location is None or self.location is not None:
             return self
         err = type(self).__new__(type(self))
+        err.__dict__.update(self.__dict__)  # a subclass's own fields (an index error's index and size)
         ValidationError.__init__(err, self.rule, self.detail, location)
         return err
 
@@ -40,7 +41,15 @@ class AccessPatternError(ValidationError):
 
 class IndexOutOfBoundsError(AccessPatternError, IndexError):
     """An index operand (a gather's, a scatter's, an indirect DMA's) names a row or element
-    outside its tensor. Also an IndexError, as frameworks report bad indices."""
+    outside its tensor. Also an IndexError, as frameworks report bad indices. ``index`` is the
+    first bad index found, ``size`` the extent it indexes into, so a framework can report the
+    error in its own words (a launch's ``errors=``)."""
+
+    def __init__(self, rule: str, message: str, location: str | None = None, *,
+                 index: int | None = None, size: int | None = None):
+        self.index = index
+        self.size = size
+        super().__init__(rule, message, location)
 
 
 class OutOfMemoryError(NeuronSimError, MemoryError):

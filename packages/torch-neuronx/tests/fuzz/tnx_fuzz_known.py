@@ -112,10 +112,6 @@ def _compiled_argsort_over_a_size_1_dim(program, mode, m) -> bool:
 
 
 KNOWN_ISSUES = [
-    ("fuzz-14 - torchcore: an out-of-range gather (or index_select of a strided tensor) index raises IndexError at sync, CPU a RuntimeError",
-     lambda program, mode, m: m.kind == "error type"
-     and ("CPU raised RuntimeError: index" in m.message or "CPU raised RuntimeError: INDICES element is out of DATA bounds" in m.message)
-     and "neuron raised IndexOutOfBoundsError" in m.message),
     ("fuzz-31 - torchcore: floor division's result takes its second operand's layout where CPU's takes the first's",
      _floor_division_layout),
     ("nan-bits - not a bug: through a dtype view, the bits of a NaN an op made differ (IEEE 754 leaves its sign and payload "

@@ -142,6 +142,7 @@ def _dma_indirect(ex, inst: DmaIndirect):
                 "dma.index_out_of_bounds",
                 f"indirect DMA index {int(bad[0])} is outside the {rows} rows of {inst.table.tensor!r} "
                 f"({int(bad.size)} bad index(es)); use oob_mode='skip' to drop such rows",
+                index=int(bad[0]), size=rows,
             )
     table_view = ex.view(inst.table)  # (rows, ...) view into the bound HBM buffer
     table = table_view.reshape(rows, -1)  # may be a copy when a row is not contiguous: read only
@@ -430,6 +431,7 @@ def _local_gather(ex, inst: LocalGather):
                 "local_gather.index_out_of_bounds",
                 f"local_gather index {int(bad[0])} (+{e} elements) is outside the {src.shape[1]} elements per partition "
                 f"of partition group {g}..{g + 15}",
+                index=int(bad[0]), size=int(src.shape[1]),
             )
         offsets = (idx[:, None] + np.arange(e)).reshape(-1)
         out[g : g + 16] = src[g : g + 16][:, offsets]

@@ -653,8 +653,10 @@ def _check_index(idx: np.ndarray, size: int, op: str) -> np.ndarray:
     idx = idx.astype(np.int64)
     bad = (idx < 0) | (idx >= size)
     if bad.any():
+        first = int(idx[bad].reshape(-1)[0])
         raise IndexOutOfBoundsError("graph.index_out_of_bounds",
-                              f"{op}: index {int(idx[bad].reshape(-1)[0])} is out of bounds for a dimension of size {size}")
+                                    f"{op}: index {first} is out of bounds for a dimension of size {size}",
+                                    index=first, size=size)
     return idx
 
 

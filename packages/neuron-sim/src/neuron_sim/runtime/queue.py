@@ -81,7 +81,8 @@ class Queue:
     # --- submitting work -------------------------------------------------------------------
     def launch(self, neff_or_program, buffers: Mapping, name: str | None = None, context: str | None = None, *,
                executor: str | None = None, executor_options: Mapping | None = None,
-               not_before_ns: float = 0.0) -> Submission:
+               not_before_ns: float = 0.0, errors: Callable[[BaseException], BaseException | None] | None = None,
+               ) -> Submission:
         """Run a program (or a Neff's program) on this queue's NeuronCore with ``buffers`` bound
         to its input/output/inout tensors (numpy arrays or HbmAllocations, by tensor name).
         Internal tensors are allocated from the device's HBM for the duration of the launch.
@@ -94,7 +95,12 @@ class Queue:
           (``NEURON_SIM_MODE``) for this launch; ``executor_options`` are passed to that mode's
           executor factory (e.g. ``{"uninitialized": "error"}`` for exact).
         * ``not_before_ns``: the launch starts no earlier than this simulated time (all ranks of
-          a collective start at the latest rank's arrival)."""
+          a collective start at the latest rank's arrival).
+        * ``errors``: how the caller reports this launch's failures - maps the error its program
+          raises to the one to keep (None: keep it), e.g. a framework op's own error type for an
+          ``IndexOutOfBoundsError``. Applied when the launch fails, so the sync error's
+          ``original`` and every later read of the memory it left unwritten carry the mapped
+          error (chained to the simulator's)."""
         device = self.device
         device.guard.check()
         if executor is not None:
@@ -108,6 +114,7 @@ class Queue:
             programs, source = (program,), neff_or_program
             bound = bind_buffers(program, with_constants(program, buffers), device.hbm, device.name)
         task = Task(WORK, RecordKind.NEFF, name or programs[0].name, context)
+        task.errors = errors
         task.programs = programs
         task.buffers = bound
         task.spec = spec = device.core.resolve(executor, programs)
@@ -508,12 +515,28 @@ class Queue:
         try:
             task.execute(task)
         except BaseException as err:  # the worker must survive anything a task raises
-            failure = Failure(task, device.name, self.name, err)
+            failure = Failure(task, device.name, self.name, _reported(task, err))
             task_memory.mark_not_written(task, failure)
             return failure
         if INVALID.count:
             task_memory.mark_written(task)
         return None
+
+
+def _reported(task: Task, err: BaseException) -> BaseException:
+    """The error ``task``'s failure keeps: ``err`` as the launch's ``errors`` maps it."""
+    if task.errors is None or not isinstance(err, Exception):
+        return err
+    try:
+        mapped = task.errors(err)
+    except Exception as bad:  # a broken mapping must not hide what the program raised
+        err.add_note(f"(the launch's errors= mapping failed on it: {type(bad).__name__}: {bad})")
+        return err
+    if mapped is None or mapped is err:
+        return err
+    if mapped.__cause__ is None:
+        mapped.__cause__ = err
+    return mapped
 
 
 def synchronize_all(queues: Sequence[Queue], kept: Callable[[], list[Failure]] | None = None) -> None:

@@ -31,7 +31,7 @@ class Task:
     __slots__ = (
         "role", "seq", "launch_id", "kind", "name", "context", "start_ns", "end_ns", "execute",
         "marker", "programs", "buffers", "timings", "metadata", "spec", "options", "executor", "reports",
-        "reads", "writes",
+        "reads", "writes", "errors",
     )
 
     def __init__(self, role: str, kind: str = "", name: str = "", context: str | None = None):
@@ -54,6 +54,7 @@ class Task:
         self.reports: tuple = ()  # RunReport per program, once it ran
         self.reads: tuple = ()  # device memory a host task declared it reads (launches: their tensor table)
         self.writes: tuple = ()
+        self.errors = None  # a launch's mapping of the error it raises to the one its caller reports
 
 
 class Submission:

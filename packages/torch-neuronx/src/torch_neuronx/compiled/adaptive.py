@@ -31,6 +31,7 @@ from ..device import env as _env
 from ..device import hooks
 from ..device import state as _state
 from ..execution import launch_neff
+from ..ops import index_errors
 from ..ops.transfers import submit_upload
 from .cache import disk_cache, neff_key
 from .entry import CompiledNeff
@@ -270,7 +271,7 @@ def _launch_run(run: _Run, device_index: int, stream_id: int) -> None:
         buffers[f"y{m}"] = (storage, run.items[k][0].outputs[j].nbytes)
     names = ", ".join(entry.name for entry, _, _ in run.items[:6]) + (", ..." if len(run.items) > 6 else "")
     launch_neff(neff, buffers, device=device_index, name="adaptive_eager_run", context=f"{len(run.items)} fused ops on {run.device}: {names}",
-                framework="adaptive_eager", stream=stream_id)
+                framework="adaptive_eager", stream=stream_id, errors=index_errors.of_run(entry.errors for entry, _, _ in run.items))
 
 
 def _worth_fusing(neff, run: _Run):
@@ -302,7 +303,7 @@ def _launch_each(run: _Run) -> None:
         for j, storage in enumerate(storages):
             buffers[f"out{j}"] = (storage, entry.outputs[j].nbytes)
         launch_neff(entry.neff, buffers, device=run.device, name=entry.name, context=entry.context, framework="adaptive_eager",
-                    stream=run.stream_id)
+                    stream=run.stream_id, errors=entry.errors)
 
 
 def flush_all() -> None:

@@ -30,7 +30,7 @@ from ..device import env as _env
 from ..device import hooks
 from ..device import state as _state
 from ..execution import mark_overwritten
-from ..ops import fallback, overlap, tracking
+from ..ops import fallback, index_errors, overlap, tracking
 from ..ops.schema import OVERWRITES_SELF, argument, mutated_arguments, with_argument
 from . import adaptive
 from .build import CpuRefuses, build
@@ -151,6 +151,7 @@ def neuron_kernel(op, *args, **kwargs):
         entry = CACHE.get_or_build(full_key, lambda: _build(op, run_args, run_kwargs, tensors, arch))
         if not isinstance(entry, NotLowerable):
             entry.context = _describe(op, tensors)
+            entry.errors = index_errors.for_call(op, run_args, run_kwargs)
     if isinstance(entry, EmptyOperand):
         return _without_kernel(op, facts, args, kwargs)
     if isinstance(entry, CpuRefuses):  # CPU's kernel, now: its error at the call

@@ -41,6 +41,7 @@ class CompiledNeff:
     mutated: list[str] = field(default_factory=list)  # written argument names (mutating overloads)
     # -- set by the cache, not stored --
     context: str = ""  # the call as launches and errors name it: op(shapes)
+    errors: object = None  # its launches' errors= (ops.index_errors: CPU's error for a bad index)
     key: str = ""  # the hex of the cache key it was compiled for: identifies what it computes
 
     @property

@@ -54,7 +54,8 @@ def launch_op(entry: CompiledNeff, op, tensors: list[torch.Tensor], targets: lis
                 copies.append((target, out))
         buffers[out_names[j]] = (out, spec.nbytes)
         results.append(out)
-    launch_neff(entry.neff, buffers, device=device, name=op._schema.name, context=entry.context, framework="eager")
+    launch_neff(entry.neff, buffers, device=device, name=op._schema.name, context=entry.context, framework="eager",
+                errors=entry.errors)
     for target, out in copies:
         target.copy_(out)
     if targets is not None:

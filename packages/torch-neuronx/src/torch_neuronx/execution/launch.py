@@ -44,11 +44,12 @@ def queue(device: torch.device | int, stream: torch.Stream | int | None = None) 
 
 def launch_neff(neff, buffers: Mapping[str, Buffer], *, device: torch.device | int, name: str, context: str,
                 framework: str, stream: torch.Stream | int | None = None, executor: str | None = None,
-                not_before_ns: float = 0.0) -> Submission:
+                not_before_ns: float = 0.0, errors=None) -> Submission:
     """Queue ``neff`` (a Neff, a Program, or one Program per physical core of an LNC=2 device) on
     the stream with ``buffers`` bound by tensor name. ``executor`` picks the executor for this
     launch (default: ``NEURON_SIM_MODE``); ``not_before_ns`` holds its start until that simulated
-    time."""
+    time; ``errors`` maps the error the launch may raise to the one the op reports
+    (``Queue.launch``; ``ops.index_errors``: CPU's error for an out-of-range index)."""
     # Every eager op comes through here: no helper calls on the way (each ~0.1 us of a ~40 us op).
     bridge = state.bridge()
     index = device if type(device) is int else device.index
@@ -59,7 +60,8 @@ def launch_neff(neff, buffers: Mapping[str, Buffer], *, device: torch.device | i
     bound = {}
     for n, (memory, nbytes) in buffers.items():
         bound[n] = numpy_bytes(memory if type(memory) is int else memory.data_ptr(), nbytes)
-    submission = q.launch(neff, bound, name=name, context=context, executor=executor, not_before_ns=not_before_ns)
+    submission = q.launch(neff, bound, name=name, context=context, executor=executor, not_before_ns=not_before_ns,
+                          errors=errors)
     if started:
         q.publish_op(name, submission, host_start_ns=started, context=context, framework=framework, stream_id=stream_id)
     return submission
