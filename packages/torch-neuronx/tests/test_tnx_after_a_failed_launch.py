@@ -184,3 +184,36 @@ def test_a_failed_cpu_fallback_leaves_nothing_invalid_for_memory_reused_by_a_cop
     gc.collect()
     u = torch.tensor([4, 5, 6]).to("neuron")
     assert (u + 1).tolist() == [5, 6, 7]
+
+
+def test_the_results_of_an_adaptive_flush_that_raises_at_the_call_are_invalid(monkeypatch):
+    # A fused run whose compile fails raises at the call that flushes it - once - and its ops'
+    # results were never written: host reads raise that error, work reading them is skipped with it.
+    from torch_neuronx.compiled import adaptive
+
+    def broken_compiler(*args, **kwargs):
+        raise RuntimeError("the fused run's compile failed")
+
+    x = torch.randn(5, 19, generator=torch.Generator().manual_seed(5))  # a run signature no other test makes
+    monkeypatch.setattr(adaptive, "compile_neff", broken_compiler)
+    torch_neuronx.set_adaptive_eager(True)
+    try:
+        a = x.to("neuron")
+        kept = torch.full((5, 19), 2.0, device="neuron")
+        torch.neuron.synchronize()
+        y = (a * 3).exp()
+        kept.add_(y)  # written in place by the run: left as it was, so invalid too
+        with pytest.raises(RuntimeError, match="fused run's compile failed"):
+            y.cpu()  # flushes the run
+        torch.neuron.synchronize()  # raised once, at the call
+        for t in (y, kept):
+            with pytest.raises(InvalidMemoryError, match="fused run's compile failed"):
+                t.cpu()
+        z = y + 1  # a run of one op, launched alone: skipped, its result invalid
+        with pytest.raises(ExecutionError, match="fused run's compile failed"):
+            torch.neuron.synchronize()
+        with pytest.raises(InvalidMemoryError, match="fused run's compile failed"):
+            z.cpu()
+        assert torch.equal((a + 1).cpu(), x + 1)  # what the failure did not touch keeps working
+    finally:
+        torch_neuronx.set_adaptive_eager(None)

@@ -5,6 +5,8 @@ freeing forgets it."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from neuron_sim import ExecutionError, InvalidMemoryError
@@ -192,3 +194,52 @@ def test_blocking_mode_raises_at_once_and_marks_memory_too(blocking_runtime, h):
         copy(dev.default_queue, h, y, np.zeros((128, 64), np.float32))
     with pytest.raises(InvalidMemoryError):
         dev.check_valid(y.address, NBYTES)
+
+
+def test_memory_marked_unwritten_is_invalid_from_its_place_in_the_queue_and_the_queue_does_not_fail(dev, h):
+    # Work that failed before it reached the queue (its caller raised the error): marked in stream
+    # order - a write queued before the mark does not make it valid - and raised by nothing but its uses.
+    q = dev.default_queue
+    y, _ = tensor(dev)
+    z, _ = tensor(dev)
+    gate = threading.Event()
+    q.submit(lambda: gate.wait(30), name="gate")
+    copy(q, h, np.ones((128, 64), np.float32), y)  # queued before the mark: runs first
+    q.mark_unwritten([y.view(np.uint8, (NBYTES,))], KeyError("the fused compile failed"), name="run", context="3 fused ops")
+    dev.check_valid(y.address, NBYTES)  # not yet: the mark has not been reached
+    gate.set()
+    q.synchronize()  # the error was the caller's: not raised again
+    with pytest.raises(InvalidMemoryError, match="the fused compile failed") as info:
+        dev.check_valid(y.address, NBYTES)
+    assert isinstance(info.value.original, KeyError) and "context: 3 fused ops" in str(info.value)
+    copy(q, h, y, z)  # reads it: skipped with that error
+    with pytest.raises(ExecutionError, match="the fused compile failed"):
+        q.synchronize()
+    copy(q, h, np.zeros((128, 64), np.float32), y)  # written whole: valid again
+    q.synchronize()
+    dev.check_valid(y.address, NBYTES)
+
+
+def test_a_launch_reports_the_error_its_errors_mapping_gives(dev, h):
+    q = dev.default_queue
+    y, _ = tensor(dev)
+    q.launch(h.failing_program(), {"x": np.ones((128, 64), np.float32), "y": y},
+             errors=lambda err: LookupError(f"the framework's words for: {type(err).__name__}"))
+    with pytest.raises(ExecutionError, match="LookupError: the framework's words for: ExecutionError") as info:
+        q.synchronize()
+    original = info.value.original
+    assert type(original) is LookupError and "r_unset" in str(original.__cause__)  # the simulator's, chained
+    with pytest.raises(InvalidMemoryError, match="LookupError") as read:
+        dev.check_valid(y.address, NBYTES)
+    assert read.value.original is original
+
+
+@pytest.mark.parametrize(("mapping", "note"), [(lambda err: None, False), (lambda err: 1 / 0, True)], ids=["keeps it", "raises"])
+def test_a_mapping_that_keeps_the_error_or_breaks_leaves_the_simulators(dev, h, mapping, note):
+    q = dev.default_queue
+    y, _ = tensor(dev)
+    q.launch(h.failing_program(), {"x": np.ones((128, 64), np.float32), "y": y}, errors=mapping)
+    with pytest.raises(ExecutionError, match="reads_unset_register") as info:
+        q.synchronize()
+    notes = " ".join(getattr(info.value.original, "__notes__", []))
+    assert ("errors= mapping failed on it: ZeroDivisionError" in notes) == note, notes

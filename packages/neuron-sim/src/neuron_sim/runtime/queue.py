@@ -41,7 +41,7 @@ from .constants import with_constants
 from .errors import RuntimeUsageError
 from .event import Event
 from .failure import Failure, raise_failures
-from .task import MARKER, WAIT, WORK, Marker, Submission, Task
+from .task import MARKER, UNWRITTEN, WAIT, WORK, Marker, Submission, Task
 from .timing_cache import has_runtime_trip_counts
 
 IDLE_EXIT_SECONDS = 5.0
@@ -203,6 +203,21 @@ class Queue:
         if writes:
             task.writes = task_memory.check_declared(writes, "writes")
         return self._submit(task, float(device_time_ns), occupies_core, not_before(not_before_ns) if not_before_ns else 0.0)
+
+    def mark_unwritten(self, writes: Iterable, error: BaseException, *, name: str, context: str | None = None,
+                       kind: str | RecordKind = RecordKind.NEFF) -> None:
+        """Work that should have written ``writes`` (numpy views of device memory or
+        HbmAllocations) failed before it reached this queue, and its caller raised ``error`` (a
+        launch whose compile failed): at this point of the queue those bytes become invalid with
+        ``error`` as their cause, as a failed launch leaves what it should have written - later
+        tasks that read them are skipped with it, host reads (``Device.check_valid``) raise it.
+        The queue itself does not fail: its next synchronization does not raise ``error`` again."""
+        self.device.guard.check()
+        task = Task(UNWRITTEN, record_kind(kind), name, context)
+        task.writes = task_memory.check_declared(writes, "writes")
+        task.launch_id = self._new_launch_id()  # the failed work's, as its errors name it
+        task.cause = Failure(task, self.device.name, self.name, error)
+        self._submit(task, 0.0, False)
 
     def record_event(self, event: Event | None = None) -> Event:
         """Record ``event`` (a new timing Event if None) at this point of the queue and return it."""
@@ -466,6 +481,10 @@ class Queue:
             return
         if task.role == WAIT:
             task.marker.done.wait()
+            return
+        if task.role == UNWRITTEN:
+            task_memory.mark_not_written(task, task.cause)
+            task.writes = ()  # the cause keeps the task: not the caller's memory
             return
         failure = self._failure
         if failure is not None:  # poisoned: do not run on the failed task's results

@@ -1,4 +1,5 @@
-"""What a queue holds: work (a launch or a host callable), event markers, and event waits.
+"""What a queue holds: work (a launch or a host callable), event markers, event waits, and marks of
+memory that failed work did not write.
 
 Simulated times are assigned when a task is submitted, not when it runs: timing is
 data-independent, so the device timeline is known up front and does not depend on how the host
@@ -13,6 +14,7 @@ import threading
 WORK = "work"
 MARKER = "marker"
 WAIT = "wait"
+UNWRITTEN = "unwritten"  # marks memory that failed work did not write (Queue.mark_unwritten)
 
 
 class Marker:
@@ -31,7 +33,7 @@ class Task:
     __slots__ = (
         "role", "seq", "launch_id", "kind", "name", "context", "start_ns", "end_ns", "execute",
         "marker", "programs", "buffers", "timings", "metadata", "spec", "options", "executor", "reports",
-        "reads", "writes", "errors",
+        "reads", "writes", "errors", "cause",
     )
 
     def __init__(self, role: str, kind: str = "", name: str = "", context: str | None = None):
@@ -55,6 +57,7 @@ class Task:
         self.reads: tuple = ()  # device memory a host task declared it reads (launches: their tensor table)
         self.writes: tuple = ()
         self.errors = None  # a launch's mapping of the error it raises to the one its caller reports
+        self.cause = None  # UNWRITTEN: the Failure its memory is invalid by
 
 
 class Submission:
@@ -106,4 +109,4 @@ def describe(task: Task) -> str:
     return f"{what} {task.name!r} (#{task.launch_id})"
 
 
-__all__ = ["WORK", "MARKER", "WAIT", "Marker", "Task", "Submission", "describe"]
+__all__ = ["WORK", "MARKER", "WAIT", "UNWRITTEN", "Marker", "Task", "Submission", "describe"]

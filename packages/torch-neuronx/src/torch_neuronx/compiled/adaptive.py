@@ -30,7 +30,7 @@ from neuronxcc.compiler import compile_neff
 from ..device import env as _env
 from ..device import hooks
 from ..device import state as _state
-from ..execution import launch_neff
+from ..execution import device_bytes, launch_neff, mark_unwritten
 from ..ops import index_errors
 from ..ops.transfers import submit_upload
 from .cache import disk_cache, neff_key
@@ -103,6 +103,7 @@ class _Run:
         self.in_place_writers: dict[int, set[int]] = {}  # storage data_ptr -> items writing it in place
         self.superseded: set[tuple[int, int]] = set()  # results rewritten later in the run: never written
         self.uploads: list[tuple[torch.Tensor, torch.Tensor]] = []  # (device tensor, host data), before the launch
+        self.launched = 0  # items launched by its flush (the rest are unwritten if the flush raises)
 
     def source(self, t: torch.Tensor, in_type) -> tuple | None:
         """Where input ``t`` (declared ``in_type`` in its op's graph) comes from, or None when it
@@ -229,6 +230,9 @@ def flush(device_index: int, stream_id: int) -> None:
         mine.add(key)
         try:
             _launch_run(run, device_index, stream_id)
+        except BaseException as err:
+            _mark_unlaunched(run, err)
+            raise
         finally:
             mine.discard(key)
             with _lock:
@@ -272,6 +276,22 @@ def _launch_run(run: _Run, device_index: int, stream_id: int) -> None:
     names = ", ".join(entry.name for entry, _, _ in run.items[:6]) + (", ..." if len(run.items) > 6 else "")
     launch_neff(neff, buffers, device=device_index, name="adaptive_eager_run", context=f"{len(run.items)} fused ops on {run.device}: {names}",
                 framework="adaptive_eager", stream=stream_id, errors=index_errors.of_run(entry.errors for entry, _, _ in run.items))
+    run.launched = len(run.items)
+
+
+def _mark_unlaunched(run: _Run, error: BaseException) -> None:
+    """A flush raised ``error`` at the call (the fused compile failed...): the results of the
+    run's ops that were not launched hold no valid data - later work reading them is skipped
+    with ``error`` and host reads raise it, as after a failed launch, instead of returning the
+    bytes their memory held before."""
+    unlaunched = run.items[run.launched:]
+    if not unlaunched:
+        return
+    writes = [device_bytes(storage.data_ptr(), entry.outputs[j].nbytes)
+              for entry, _, storages in unlaunched for j, storage in enumerate(storages) if storage.nbytes()]
+    names = ", ".join(entry.name for entry, _, _ in unlaunched[:6]) + (", ..." if len(unlaunched) > 6 else "")
+    mark_unwritten(writes, error, device=run.device, name="adaptive_eager_run", stream=run.stream_id,
+                   context=f"{len(unlaunched)} fused ops on {run.device}, not launched: {names}")
 
 
 def _worth_fusing(neff, run: _Run):
@@ -304,6 +324,7 @@ def _launch_each(run: _Run) -> None:
             buffers[f"out{j}"] = (storage, entry.outputs[j].nbytes)
         launch_neff(entry.neff, buffers, device=run.device, name=entry.name, context=entry.context, framework="adaptive_eager",
                     stream=run.stream_id, errors=entry.errors)
+        run.launched += 1
 
 
 def flush_all() -> None:

@@ -94,6 +94,17 @@ def mark_overwritten(t: torch.Tensor, *, name: str, framework: str) -> None:
                 context=f"{name} overwrites {list(t.shape)} on {t.device}", framework=framework, writes=(written_span(t),))
 
 
+def mark_unwritten(writes, error: BaseException, *, device: torch.device | int, name: str, context: str,
+                   stream: torch.Stream | int | None = None) -> None:
+    """In stream order: work that should have written ``writes`` (device spans: ``device_span``,
+    ``Bridge.numpy_bytes``) raised ``error`` at the call, before it was queued (a fused run whose
+    compile failed). Those bytes are then invalid as after a failed launch: later work reading
+    them is skipped with ``error``, host reads raise it; the stream's next synchronization does
+    not raise it again (the caller already had it)."""
+    index = device if type(device) is int else device.index
+    queue(index, stream).mark_unwritten(writes, error, name=name, context=context)
+
+
 def _no_host_work() -> None:
     pass
 
