@@ -133,3 +133,16 @@ def test_attention_matches_cpu_and_is_async_without_dropout():
     _, mask = torch.ops.aten.native_dropout(torch.ones(2, 4, 16, 16, device="neuron"), 0.5, True)
     weights = torch.softmax(q @ q.transpose(-2, -1) / 8**0.5, dim=-1)
     assert_close_to_cpu(a, (weights * mask.cpu() * 2.0) @ q)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.bool], ids=str)
+def test_an_empty_out_that_is_its_own_input_is_resized_and_written_as_cpus(dtype):
+    # fuzz-28: CPU's kernel resizes the out= tensor, then reduces the input as it was (no elements).
+    x = torch.empty(4, 0, dtype=dtype, device="neuron")
+    torch.sum(x, -1, out=x)
+    cpu = torch.empty(4, 0, dtype=dtype)
+    torch.sum(cpu, -1, out=cpu)
+    assert_equal(x, cpu)
+    y = torch.empty(3, 0, device="neuron")
+    torch.prod(y, -1, out=y)
+    assert_equal(y, torch.ones(3))

@@ -18,7 +18,7 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from ..device import state as _state
-from ..execution import check_readable, device_span, host_view, queue, submit_host, written_span
+from ..execution import check_readable, device_span, host_storage_bytes, host_view, queue, submit_host, written_span
 from . import costs, overlap, stand_ins, tracking
 from .generators import HostRng, generator_for
 from .host import is_neuron
@@ -318,6 +318,26 @@ def _written_inputs(op, args_flat_by_name):
     return written
 
 
+def _resized_inputs(before: dict) -> dict:
+    """An out= tensor that is also an input and that the call resized (``torch.sum(x, -1, out=x)``
+    of a (4, 0) ``x``): CPU's kernel resizes it, then computes from the input as it was, geometry
+    and values. By id: (a function giving a CPU copy of the input as it was - called when the
+    stream reaches the op -, the host view of the resized tensor the result is copied into). The
+    copy is one object wherever the call passes the tensor, so CPU's kernel sees the call's
+    aliasing; a host view of the device tensor is the resized one, read as the bigger input."""
+    found = {}
+    for key, (t, size, stride, offset) in before.items():
+        if (tuple(t.size()), t.stride(), t.storage_offset()) == (size, stride, offset):
+            continue
+        raw = host_storage_bytes(t)  # the resized storage starts with the bytes it had (resize_ keeps them)
+
+        def as_it_was(raw=raw, dtype=t.dtype, size=size, stride=stride, offset=offset):
+            return torch.as_strided(raw.view(dtype), size, stride, offset).clone()
+
+        found[key] = (as_it_was, host_view(t))
+    return found
+
+
 def _run_async(op, flat, spec, device, meta_out, layouts: dict | None = None):
     """Queue ``op`` on CPU over host views; ``layouts``: CPU stand-ins of the written tensors the
     call resizes, by id (None: resize to the meta kernel's shapes, contiguous)."""
@@ -326,6 +346,10 @@ def _run_async(op, flat, spec, device, meta_out, layouts: dict | None = None):
     written = _written_inputs(op, by_name)
     returns = op._schema.returns
     meta_leaves, out_spec = tree_flatten(meta_out)
+
+    # Written tensors the call also passes as inputs, as they are before a resize below.
+    before = {id(t): (t, tuple(t.size()), t.stride(), t.storage_offset()) for t in written.values()
+              if is_neuron(t) and sum(x is t for x in flat) > 1}
 
     # Device outputs: inputs for in-place / out= returns (resized now if needed), new tensors otherwise.
     results = []
@@ -361,12 +385,17 @@ def _run_async(op, flat, spec, device, meta_out, layouts: dict | None = None):
                 else x for x in flat]
     cpu_flat = _cpu_values(cpu_flat)
     out_views = [(host_view(out), i) for out, i in fresh]
+    resized_inputs = _resized_inputs(before)
     nbytes_in = _nbytes([x for x in flat if is_neuron(x)])
     nbytes_out = sum(out.numel() * out.element_size() for out, _ in fresh)
     context = _describe(op, flat)
 
     def run():
-        leaves, _ = tree_flatten(_execute(op, cpu_flat, spec, rng))
+        values = cpu_flat
+        if resized_inputs:
+            copies = {key: as_it_was() for key, (as_it_was, _) in resized_inputs.items()}
+            values = [copies.get(id(x), value) if is_neuron(x) else value for x, value in zip(flat, cpu_flat)]
+        leaves, _ = tree_flatten(_execute(op, values, spec, rng))
         for view, i in out_views:
             if leaves[i].shape != view.shape:  # say what went wrong, and run it synchronously from now on
                 NOT_META.add(op)
@@ -375,6 +404,8 @@ def _run_async(op, flat, spec, device, meta_out, layouts: dict | None = None):
                     f"meta kernel promised {list(view.shape)}; later calls run synchronously"
                 )
             view.copy_(leaves[i])
+        for key, (_, view) in resized_inputs.items():
+            view.copy_(copies[key])  # as CPU's kernel resized it: the device tensor was resized so (the probe)
 
     not_read = {id(t) for t in _only_written(op, by_name)}
     reads = [device_span(x) for x in flat if is_neuron(x) and id(x) not in not_read]
