@@ -102,7 +102,10 @@ def test_launch_error_is_raised_at_synchronize_with_the_op():
     with pytest.raises(ExecutionError) as info:
         torch.neuron.synchronize()
     message = str(info.value)
-    assert "aten::index_select" in message and "index 10 is out of bounds for a dimension of size 10" in message
+    # CPU's type and words for the op, then what the device found (the simulator's rule and instruction).
+    assert "aten::index_select" in message and "IndexError: index out of range in self" in message
+    assert "the device found IndexOutOfBoundsError" in message and "[graph.index_out_of_bounds] gather" in message
+    assert "index 10 is out of bounds for a dimension of size 10" in message
     assert "[10, 4]:float32" in message and "neuron:0" in message
     assert isinstance(info.value.original, IndexError)  # as CPU's "index out of range" is
     assert isinstance(info.value, RuntimeError)
@@ -115,7 +118,9 @@ def test_launch_error_is_raised_at_item():
     y = x.index_select(0, torch.tensor([7], device="neuron")).sum()
     with pytest.raises(RuntimeError, match="aten::index_select") as info:
         y.item()
-    assert "out of bounds" in str(info.value) and isinstance(info.value.original, IndexError)
+    message = str(info.value)
+    assert "IndexError: index out of range in self" in message and isinstance(info.value.original, IndexError)
+    assert "the device found IndexOutOfBoundsError" in message and "index 7 is out of bounds" in message
 
 
 def test_use_after_a_failed_launch():

@@ -229,6 +229,7 @@ def test_a_launch_reports_the_error_its_errors_mapping_gives(dev, h):
         q.synchronize()
     original = info.value.original
     assert type(original) is LookupError and "r_unset" in str(original.__cause__)  # the simulator's, chained
+    assert "(the device found ExecutionError" in str(info.value) and "r_unset" in str(info.value)  # and named
     with pytest.raises(InvalidMemoryError, match="LookupError") as read:
         dev.check_valid(y.address, NBYTES)
     assert read.value.original is original

@@ -8,6 +8,10 @@ were skipped because they would have run on the failed task's garbage.
 A task skipped because it reads memory that an earlier failure left invalid fails too, with the
 *original* error (``cause``: the failure that left the memory invalid), so every later use of
 the unwritten data raises what went wrong in the first place.
+
+A launch's ``errors=`` mapping may report the failure in its caller's words (a framework op's
+own error); the text then also names what the device found (``found``: the simulator's error,
+with its rule and instruction), which is what a kernel's author needs.
 """
 
 from __future__ import annotations
@@ -19,14 +23,16 @@ from .task import Task, describe
 
 
 class Failure:
-    __slots__ = ("task", "device", "queue", "error", "skipped", "host_ns", "cause", "where")
+    __slots__ = ("task", "device", "queue", "error", "found", "skipped", "host_ns", "cause", "where")
 
     def __init__(self, task: Task, device: str, queue: str, error: BaseException,
-                 cause: Failure | None = None, where: str | None = None):
+                 cause: Failure | None = None, where: str | None = None, found: BaseException | None = None):
         self.task = task
         self.device = device
         self.queue = queue
         self.error = error if cause is None else cause.error
+        # The simulator's error when the launch's errors= mapping reported another one.
+        self.found = found if cause is None else cause.found
         self.skipped = 0
         self.host_ns = time.perf_counter_ns()
         self.cause = cause  # the failure whose unwritten memory this task read (None: it failed itself)
@@ -37,18 +43,26 @@ class Failure:
         """The failure that started it: this one, or the one whose unwritten memory it read."""
         return self if self.cause is None else self.cause
 
+    def error_text(self) -> str:
+        """The error that started it, as the caller reports it, and what the device found."""
+        root = self.root
+        text = f"{type(root.error).__name__}: {root.error}"
+        if root.found is not None:
+            text += f" (the device found {type(root.found).__name__}: {root.found})"
+        return text
+
     def headline(self) -> str:
         root = self.root
         if self.cause is None:
-            return f"{describe(self.task)} failed on {self.device} queue {self.queue!r}: {type(self.error).__name__}: {self.error}"
+            return f"{describe(self.task)} failed on {self.device} queue {self.queue!r}: {self.error_text()}"
         return (f"{describe(self.task)} on {self.device} queue {self.queue!r} was skipped: it reads {self.where}, which "
                 f"{describe(root.task)} on {root.device} queue {root.queue!r} should have written; that failed: "
-                f"{type(root.error).__name__}: {root.error}")
+                f"{self.error_text()}")
 
     def summary(self) -> str:
         """One line for a trace record: the error, or why the task was skipped."""
+        error = self.error_text()
         root = self.root
-        error = f"{type(root.error).__name__}: {root.error}"
         if self.cause is None:
             return error
         return f"skipped: it reads {self.where}, which {describe(root.task)} should have written; that failed: {error}"
@@ -65,7 +79,7 @@ class Failure:
             lines.append(f"  {self.skipped} later task(s) on this queue were skipped and did not run")
         for other in others:
             also = (f"also failed: {describe(other.task)} on {other.device} queue {other.queue!r}: "
-                    f"{type(other.error).__name__}: {other.error}") if other.cause is None else f"also: {other.headline()}"
+                    f"{other.error_text()}") if other.cause is None else f"also: {other.headline()}"
             lines.append(
                 f"  {also}"
                 + (f" (context: {other.task.context})" if other.task.context else "")
@@ -77,7 +91,7 @@ class Failure:
         """The error for a host read of memory this failure left unwritten."""
         root = self.root
         message = (f"{where} holds no valid data: {describe(root.task)} on {root.device} queue {root.queue!r} should have "
-                   f"written it, and failed: {type(root.error).__name__}: {root.error}")
+                   f"written it, and failed: {self.error_text()}")
         if root.task.context:
             message += f"\n  context: {root.task.context}"
         return root._fill(InvalidMemoryError(message))

@@ -534,7 +534,8 @@ class Queue:
         try:
             task.execute(task)
         except BaseException as err:  # the worker must survive anything a task raises
-            failure = Failure(task, device.name, self.name, _reported(task, err))
+            reported = _reported(task, err)
+            failure = Failure(task, device.name, self.name, reported, found=None if reported is err else err)
             task_memory.mark_not_written(task, failure)
             return failure
         if INVALID.count:
