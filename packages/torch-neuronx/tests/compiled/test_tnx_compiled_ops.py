@@ -181,3 +181,28 @@ def test_a_python_number_promotes_as_a_number_not_as_a_tensor(dtype, adaptive):
             assert got.dtype == expected.dtype
     finally:
         torch_neuronx.set_adaptive_eager(False)
+
+
+LAYOUT_CALLS = {
+    # fuzz-39: a number ** a permuted tensor is contiguous on CPU (the meta kernel keeps the permutation)
+    "rpow": (lambda x, y: 0.5 ** x, lambda: torch.rand(3, 4, 5).permute(2, 0, 1)),
+    # fuzz-31: floor division takes its first operand's layout (the meta kernel the second's)
+    "floordiv": (lambda x, y: x // y, lambda: torch.arange(54.0).reshape(3, 6, 3)[:, 0:6:2]),
+    "div_floor": (lambda x, y: torch.div(x, y, rounding_mode="floor"), lambda: torch.arange(54.0).reshape(3, 6, 3)[:, 0:6:2]),
+}
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+@pytest.mark.parametrize("name", sorted(LAYOUT_CALLS))
+def test_results_have_cpus_layout_where_the_meta_kernel_gives_another(name, adaptive):
+    fn, make = LAYOUT_CALLS[name]
+    x, y = make(), torch.ones(3, 3, 3).transpose(1, 0) + 1
+    expected = fn(x, y)
+    torch_neuronx.set_adaptive_eager(adaptive)
+    try:
+        got = fn(x.to("neuron"), y.to("neuron"))
+        values = got.cpu()
+    finally:
+        torch_neuronx.set_adaptive_eager(False)
+    assert got.stride() == expected.stride(), (got.stride(), expected.stride())
+    torch.testing.assert_close(values, expected)

@@ -4,6 +4,8 @@ copied in afterwards otherwise - with CPU's values either way, plain and adaptiv
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch_neuronx
@@ -149,3 +151,38 @@ def test_an_optimizer_step_updates_parameters_in_place(adaptive):
         torch_neuronx.set_adaptive_eager(None)
     for got, expected in zip(model.parameters(), ref.parameters()):
         assert_close_to_cpu(got.detach(), expected.detach())
+
+
+REDUCTIONS_INTO_OUT = {
+    "sum": lambda x, out: torch.sum(x, 0, out=out),
+    "sum_all": lambda x, out: torch.sum(x, [], out=out),
+    "prod": lambda x, out: torch.prod(x, 0, out=out),
+    "cumsum": lambda x, out: torch.cumsum(x, 0, out=out),
+    "cumprod": lambda x, out: torch.cumprod(x, 0, out=out),
+    "mean": lambda x, out: torch.mean(x, 0, out=out),
+}
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.float16], ids=str)
+@pytest.mark.parametrize("name", sorted(REDUCTIONS_INTO_OUT))
+def test_a_reduction_into_an_out_of_another_dtype_computes_in_the_outs_dtype(name, dtype, adaptive):
+    # fuzz-34: CPU converts each element to the out= tensor's dtype first (-0.5 + -0.75 + -0.75
+    # sums to 0 into an int32 out=); summing in float and casting the total gave -2.
+    fn = REDUCTIONS_INTO_OUT[name]
+    x = torch.tensor([[-0.5, 1.75], [-0.75, 2.5], [-0.75, 3.25]])
+    expected = torch.empty(0, dtype=dtype)
+    try:
+        fn(x, expected)
+    except RuntimeError as err:  # mean refuses an integer out=
+        with pytest.raises(RuntimeError, match=re.escape(str(err).splitlines()[0])):
+            fn(x.to("neuron"), torch.empty(0, dtype=dtype, device="neuron"))
+        return
+    torch_neuronx.set_adaptive_eager(adaptive)
+    try:
+        got = torch.empty(0, dtype=dtype, device="neuron")
+        fn(x.to("neuron"), got)
+        got = got.cpu()
+    finally:
+        torch_neuronx.set_adaptive_eager(False)
+    assert got.dtype == expected.dtype and torch.equal(got, expected), (got, expected)

@@ -43,8 +43,10 @@ def _out_shares_an_input(program, step: int) -> bool:
 
 
 def _out_into_its_input(program, mode, m) -> bool:
-    """``op(x, ..., out=x)`` (x also through an alias): the step's value or layout after neuron
-    wrote (or resized) x."""
+    """Compiled, ``op(x, ..., out=x)`` (x also through an alias): the step's value or layout
+    after neuron wrote (or resized) x."""
+    if mode != "compile":
+        return False
     step = program["steps"][m.step] if m.step is not None and m.step < len(program["steps"]) else None
     into_an_input = [s["args"][-1] for i, s in enumerate(program["steps"][:m.step])
                      if s["op"].endswith("_out_into") and (s["args"][-1] in s["args"][:-1] or _out_shares_an_input(program, i))]
@@ -59,7 +61,7 @@ def _out_into_its_input(program, mode, m) -> bool:
 
 
 def _floor_division_layout(program, mode, m) -> bool:
-    return m.kind == "layout" and _step_op(program, m) in ("floordiv", "div_floor")
+    return mode == "compile" and m.kind == "layout" and _step_op(program, m) in ("floordiv", "div_floor")
 
 
 _INT_OF_SIZE = {2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -86,12 +88,6 @@ def _only_nan_bits_differ(program, mode, m) -> bool:
     return False
 
 
-def _float_sum_into_an_integer_out(program, mode, m) -> bool:
-    return (m.kind == "value" and _step_op(program, m) in ("sum_out", "sum_out_into", "cumsum_out", "cumsum_out_into")
-            and bool(m.operands) and m.operands[0].dtype.is_floating_point and m.expected is not None
-            and not m.expected.dtype.is_floating_point and m.expected.dtype != torch.bool)
-
-
 def _compiled_index_select_of_0d(program, mode, m) -> bool:
     return (mode == "compile" and m.kind == "neuron error" and "cannot compile 'aten.index_select.default'" in m.message
             and "a dim argument over a 0-dim tensor" in m.message)
@@ -112,29 +108,21 @@ def _compiled_argsort_over_a_size_1_dim(program, mode, m) -> bool:
 
 
 KNOWN_ISSUES = [
-    ("fuzz-31 - torchcore: floor division's result takes its second operand's layout where CPU's takes the first's",
+    ("fuzz-31 - torchcore: compiled, floor division's result takes its second operand's layout where CPU's takes the first's",
      _floor_division_layout),
     ("nan-bits - not a bug: through a dtype view, the bits of a NaN an op made differ (IEEE 754 leaves its sign and payload "
      "unspecified; CPU's bfloat16 NaN is +0x7fc0, the device's keeps the sign)", _only_nan_bits_differ),
-    ("fuzz-34 - torchcore: sum/cumsum of floats into an integer out= sums in float (CPU in the out's dtype)",
-     _float_sum_into_an_integer_out),
     ("fuzz-35 - numerics: torch.compile of index_select over a 0-d tensor raises NeuronCompileError", _compiled_index_select_of_0d),
-    ("fuzz-36 - torchcore: an op CPU's kernel refuses, with a small out= to resize: RuntimeError (storage not resizable), "
-     "CPU NotImplementedError", lambda program, mode, m: m.kind == "error type" and "CPU raised NotImplementedError" in m.message
-     and "neuron raised RuntimeError: Trying to resize storage that is not resizable" in m.message),
     ("fuzz-37 - lowering: a compiled program with argsort over a size-1 dim computes a later value wrong",
      _compiled_argsort_over_a_size_1_dim),
-    ("fuzz-38 - torchcore: an out= that overlaps an input through a view, with an empty result, raises nothing (CPU: the overlap error)",
-     lambda program, mode, m: m.kind == "missing error" and "refer to a single memory location" in m.message
-     and (_step_op(program, m) or "").endswith("_out_into")),
-    ("fuzz-39 - torchcore: number ** tensor keeps a permuted tensor's strides (CPU's result is contiguous)",
-     lambda program, mode, m: m.kind == "layout" and _step_op(program, m) == "rpow_s"),
+    ("fuzz-39 - torchcore: compiled, number ** tensor keeps a permuted tensor's strides (CPU's result is contiguous)",
+     lambda program, mode, m: mode == "compile" and m.kind == "layout" and _step_op(program, m) == "rpow_s"),
     ("fuzz-40 - lowering: cumprod multiplies in another order than CPU's: NaN/inf where CPU's product is finite",
      lambda program, mode, m: m.kind == "value" and _step_op(program, m) == "cumprod" and m.got is not None and m.expected is not None
      and m.got.shape == m.expected.shape and bool((~m.got.isfinite() & m.expected.isfinite()).any())),
-    ("fuzz-41 - torchcore: item assignment or copy_ between overlapping views (v.unsqueeze(0)[()] = v, v.unsqueeze(-1).copy_(v)) "
-     "raises nothing (CPU: the overlap error)",
-     lambda program, mode, m: m.kind == "missing error" and "refer to a single memory location" in m.message
+    ("fuzz-41 - torchcore: compiled, item assignment or copy_ between overlapping views (v.unsqueeze(0)[()] = v, "
+     "v.unsqueeze(-1).copy_(v)) raises nothing (CPU: the overlap error)",
+     lambda program, mode, m: mode == "compile" and m.kind == "missing error" and "refer to a single memory location" in m.message
      and ((_step_op(program, m) or "").startswith("setitem") or _step_op(program, m) == "copy_")),
     ("fuzz-43 - numerics2: torch.compile of a program with copy_ into a matmul result, then in-place ops through its views, "
      "raises NeuronCompileError (Mixing fake modes NYI, in neuronxcc.frontend's from_fx)",
@@ -169,7 +157,8 @@ KNOWN_ISSUES = [
     ("fuzz-51 - numerics2: var/std of float32 values near its max overflow to inf (CPU finite; fuzz-29's float32 face)",
      lambda program, mode, m: m.kind == "value" and _step_op(program, m) in ("var", "std") and m.got is not None and m.expected is not None
      and m.got.shape == m.expected.shape and bool((~m.got.isfinite() & m.expected.isfinite()).any())),
-    ("fuzz-28 - torchcore: an out= that is its own input (sum(x, 0, out=x)) is not resized or written as CPU's", _out_into_its_input),
+    ("fuzz-28 - torchcore: compiled, an out= that is (an alias of) its own input (sum(x, 0, out=x)) is not resized or written as CPU's",
+     _out_into_its_input),
 ]
 
 _NO_LOWERING = re.compile(r"NeuronCompileError: cannot compile '(torch\.)?(aten|stablehlo)\.[a-z_0-9.]+' at .*(torch-mlir cannot lower "

@@ -146,3 +146,47 @@ def test_an_empty_out_that_is_its_own_input_is_resized_and_written_as_cpus(dtype
     y = torch.empty(3, 0, device="neuron")
     torch.prod(y, -1, out=y)
     assert_equal(y, torch.ones(3))
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "amax", "mean"])
+def test_a_reduction_into_its_own_input_is_resized_and_computed_as_cpus(name):
+    # fuzz-28: CPU's kernel resizes the out= tensor (its own input: (2, 3) -> (3,), with its
+    # deprecation warning), fills it with the reduction's identity and reduces that.
+    fn = getattr(torch, name)
+    expected = torch.arange(1.0, 7.0).reshape(2, 3)
+    with pytest.warns(UserWarning, match="was resized"):
+        fn(expected, 0, out=expected)
+    x = torch.arange(1.0, 7.0).reshape(2, 3).to("neuron")
+    with pytest.warns(UserWarning, match="was resized"):
+        fn(x, 0, out=x)
+    assert x.shape == expected.shape and x.stride() == expected.stride()
+    assert_equal(x, expected)
+
+
+def test_a_reduction_into_an_alias_of_its_input_reads_what_cpu_reads():
+    # fuzz-28: out= the same elements as the input: CPU fills it before reading it.
+    for device in ("cpu", "neuron"):
+        x = torch.tensor(4, dtype=torch.int8, device=device)
+        v = x.pow_(2)
+        torch.sum(x, 0, out=v)
+        assert x.item() == 0, device
+
+
+def test_an_op_cpu_refuses_into_a_small_out_raises_cpus_error():
+    # fuzz-36: CPU's kernel refuses bools; a host view of the small out= cannot grow, which
+    # raised "Trying to resize storage that is not resizable" instead.
+    x = torch.ones(128, 7, 3, dtype=torch.bool, device="neuron")
+    out = torch.empty(3, dtype=torch.bool, device="neuron")
+    with pytest.raises(NotImplementedError, match="div_floor_cpu"):
+        torch.floor_divide(x, x, out=out)
+    assert out.shape == (3,)
+
+
+def test_a_synchronous_fallback_grows_a_small_out_as_cpu_does():
+    x = torch.tensor([[1.0, 0.0, 2.0], [0.0, 3.0, 4.0]])
+    expected = torch.empty(1, dtype=torch.long)
+    torch.nonzero(x, out=expected)
+    out = torch.empty(1, dtype=torch.long, device="neuron")
+    torch.nonzero(x.to("neuron"), out=out)
+    assert out.stride() == expected.stride()
+    assert_equal(out, expected)

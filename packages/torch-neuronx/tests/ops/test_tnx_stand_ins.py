@@ -146,3 +146,28 @@ def test_an_integer_division_by_the_zeros_of_a_stand_in_still_computes(mode, neu
     x_dev = x.to(neuron)
     x_dev.floor_divide_(y.to(neuron))
     assert torch.equal(x_dev.cpu(), x // y)
+
+
+def test_an_empty_result_out_into_a_view_of_its_input_raises_cpus_overlap_error(mode, neuron):
+    # fuzz-38: the stand-ins of a view and of its base share one CPU storage, so CPU sees the overlap
+    def call(t):
+        x0 = t.narrow(0, 2, 4)
+        torch.index_select(x0.view(-1), 0, torch.tensor([], dtype=torch.long, device=t.device), out=x0)
+
+    _raises_like_cpu_at_the_call(call, torch.full((6, 4, 4), 1.0, dtype=torch.float16), neuron=neuron)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: (v := x[:1] == 0).unsqueeze(0).__setitem__((), v),  # fuzz-41 (one element: not the same strides)
+    lambda x: x[1:].copy_(x[:-1]),  # partial overlap
+    lambda x: x[:1].expand(3).copy_(x),  # a target whose elements share memory
+], ids=["setitem_of_an_unsqueezed_view", "shifted_views", "expanded_target"])
+def test_a_copy_between_overlapping_views_raises_cpus_error(call, mode, neuron):
+    _raises_like_cpu_at_the_call(call, torch.tensor([2, 5, 7]), neuron=neuron)
+
+
+def test_copies_between_views_that_do_not_overlap_or_are_the_same_elements_work(mode, neuron):
+    x = torch.arange(6.0, device=neuron)
+    x[:3].copy_(x[3:])
+    x.copy_(x)
+    assert torch.equal(x.cpu(), torch.tensor([3.0, 4.0, 5.0, 3.0, 4.0, 5.0]))

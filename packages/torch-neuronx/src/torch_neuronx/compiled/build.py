@@ -21,7 +21,7 @@ from .dtypes import NotLowerable, sim_dtype
 from .empty import EmptyOperand
 from .entry import CompiledNeff, OutputSpec
 from .tracing import dense_permutation, graph_for, is_row_major, row_major_strides, storage_span
-from .variants import RUNTIME_SCALARS, functional_variant
+from .variants import COMPUTE_IN_OUT_DTYPE, RUNTIME_SCALARS, functional_variant
 
 
 class CpuRefuses(NotLowerable):
@@ -83,7 +83,10 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         runtime = None  # the Scalar is a compile-time constant in this call
     if runtime is not None:
         functional = runtime[1]
-    flat, spec = tree_flatten((args, {n: v for n, v in kwargs.items() if n not in drop}))
+    functional_kwargs = {n: v for n, v in kwargs.items() if n not in drop}
+    if f"{op._schema.name}.{op._overloadname}" in COMPUTE_IN_OUT_DTYPE and argument(op, args, kwargs, "dtype") is None:
+        functional_kwargs["dtype"] = argument(op, args, kwargs, mutated[0]).dtype
+    flat, spec = tree_flatten((args, functional_kwargs))
     positions = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor) and x.device.type != "cpu"]
     specs = [(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
 
@@ -105,10 +108,12 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     meta_result = as_cpu_kernel_returns(op, args, kwargs, meta_result)  # where CPU's kernel differs from meta
     _, out_spec = tree_flatten(meta_result)
     if mutated:  # the written tensors as CPU's kernel left them (resized with CPU's strides)
-        by_name = arguments_by_name(op, *(cpu if cpu is not None else (meta_args, meta_kwargs)))
+        by_name = arguments_by_name(op, *(cpu[:2] if cpu is not None else (meta_args, meta_kwargs)))
         produced, _ = tree_flatten([by_name[n] for n in mutated])
     else:
         produced, _ = tree_flatten(meta_result)
+        if cpu is not None:
+            produced = _with_cpus_layouts(produced, tree_flatten(cpu[2])[0])
     if any(x is not None and not isinstance(x, torch.Tensor) for x in produced):
         raise NotLowerable(f"{op} returns non-tensor values")
     written_dtypes = [x.dtype for x in produced] if mutated else None
@@ -163,6 +168,17 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         out_spec=out_spec,
         mutated=mutated,
     )
+
+
+def _with_cpus_layouts(results: list, cpu_results: list) -> list:
+    """The meta results with the strides of CPU's results of the same shape and dtype: meta
+    kernels give some results another layout than CPU's kernel (``0.5 ** x`` of a permuted ``x``
+    is contiguous on CPU, floor division takes its first operand's layout)."""
+    if len(results) != len(cpu_results):
+        return results
+    return [torch.empty_strided(c.shape, c.stride(), dtype=m.dtype, device="meta")
+            if isinstance(m, torch.Tensor) and isinstance(c, torch.Tensor) and m.shape == c.shape and m.dtype == c.dtype
+            and m.stride() != c.stride() else m for m, c in zip(results, cpu_results)]
 
 
 def _nbytes(x) -> int:

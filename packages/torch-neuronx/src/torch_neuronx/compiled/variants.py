@@ -36,6 +36,16 @@ _FACTORIES = {"aten::arange.start_out": _arange, "aten::linspace.out": _linspace
               "aten::eye.out": _eye, "aten::eye.m_out": _eye}
 
 
+# out= reductions and scans that, given no dtype, compute in the out= tensor's dtype (CPU's
+# kernel converts each element first: -0.5 + -0.75 sums to 0 into an int32 out=, not to -1),
+# so their functional overload is called with ``dtype=out.dtype``. Other out= ops compute in
+# their own result's dtype and cast it on the way into the out= tensor.
+COMPUTE_IN_OUT_DTYPE = frozenset({
+    "aten::sum.out", "aten::sum.IntList_out", "aten::nansum.out", "aten::prod.out", "aten::prod.int_out",
+    "aten::cumsum.out", "aten::cumprod.out", "aten::mean.out", "aten::nanmean.out",
+})
+
+
 @functools.cache
 def functional_variant(op):
     """The functional OpOverload (or function) computing what ``op`` writes, or None."""

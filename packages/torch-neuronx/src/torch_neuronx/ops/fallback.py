@@ -219,7 +219,7 @@ def _fallback(op, args, kwargs, at_once: bool):
         except Exception:  # noqa: BLE001 - CPU refuses the arguments: its error, at the call
             return _run_now(op, flat, spec, device)
         if probed is not None:
-            layouts = {id(x): c for x, c in zip(flat, tree_flatten(probed)[0]) if is_neuron(x)}
+            layouts = {id(x): c for x, c in zip(flat, tree_flatten(probed[:2])[0]) if is_neuron(x)}
     return _run_async(op, flat, spec, device, as_cpu_kernel_returns(op, args, kwargs, meta_out), layouts)
 
 
@@ -452,11 +452,19 @@ def _run_now(op, flat, spec, device):
         check_readable(t)  # what failed work left unwritten raises its error, not computed on
     rng = _rng_for(op, flat, device)
     cpu_flat = _cpu_values(flat)
-    result = _execute(op, cpu_flat, spec, rng)
-    mapped = _map_back(result, flat, cpu_flat, device)
     args, kwargs = tree_unflatten(flat, spec)
     by_name = arguments_by_name(op, args, kwargs)
     written = [t for name in mutated_arguments(op) for t in _tensors_in(by_name.get(name))]
+    try:
+        result = _execute(op, cpu_flat, spec, rng)
+    except RuntimeError as err:
+        if rng is not None or _NOT_RESIZABLE not in str(err):
+            raise
+        _grow_as_cpu_does(op, args, kwargs, flat, written)
+        cpu_flat = _cpu_values(flat)
+        result = _execute(op, cpu_flat, spec, rng)
+    _take_geometry(written, flat, cpu_flat)
+    mapped = _map_back(result, flat, cpu_flat, device)
     written += [t for t in tree_flatten(mapped)[0] if is_neuron(t)]
     nbytes = _nbytes(read) + _nbytes([x for x in tree_flatten(result)[0]])
     # Declared written (after the fact): memory that held a failed task's garbage is valid again.
@@ -464,6 +472,43 @@ def _run_now(op, flat, spec, device):
                 context=f"{_describe(op, flat)} on {device} (CPU fallback, synchronous)", framework="cpu_fallback",
                 writes=[written_span(t) for t in written])
     return mapped
+
+
+_NOT_RESIZABLE = "Trying to resize storage that is not resizable"
+
+
+def _grow_as_cpu_does(op, args, kwargs, flat, written) -> None:
+    """CPU's kernel grew a written tensor past its storage, which a host view of device memory
+    cannot do. CPU's kernel over resizable stand-ins raises CPU's own error if CPU refuses the
+    call (``floor_divide`` of bools into a small out=: NotImplementedError, not the resize's
+    error), else shows the layout CPU gives the written tensors: the device tensors get it."""
+    probed = stand_ins.probe(op, args, kwargs)
+    if probed is None:
+        raise RuntimeError(f"{_op_name(op)} grows a written tensor, and its operands are too large to probe on CPU")
+    layouts = {id(x): c for x, c in zip(flat, tree_flatten(probed[:2])[0]) if is_neuron(x)}
+    for t in written:
+        if id(t) in layouts:
+            stand_ins.resize_as(t, layouts[id(t)])
+
+
+def _take_geometry(written, flat, cpu_flat) -> None:
+    """Written tensors whose host view CPU's kernel resized (``torch.sum(x, 0, out=x)`` of a
+    (2, 3) ``x`` becomes (3,), with CPU's deprecation warning) take the view's new size, strides
+    and offset: where that fits the tensor's storage, the view wrote the values in place. A view
+    grown past it (into its allocation's slack, or a storage of its own: ``nonzero(out=)`` of more
+    results) wrote elsewhere: the device tensor is resized so and gets the values."""
+    views = {id(x): cpu for x, cpu in zip(flat, cpu_flat) if is_neuron(x)}
+    for t in written:
+        cpu = views.get(id(t))
+        if cpu is None or (cpu.size(), cpu.stride(), cpu.storage_offset()) == (t.size(), t.stride(), t.storage_offset()):
+            continue
+        same_storage = t.untyped_storage().nbytes() and cpu.untyped_storage().data_ptr() == host_storage_bytes(t).data_ptr()
+        if same_storage and (cpu.storage_offset() + stand_ins.storage_span(cpu)) * cpu.element_size() <= t.untyped_storage().nbytes():
+            t.as_strided_(cpu.size(), cpu.stride(), cpu.storage_offset())
+        else:
+            values = cpu.clone()  # before the resize: the memory it lies in may be the old storage's
+            stand_ins.resize_as(t, values)
+            host_view(t).copy_(values)
 
 
 def _tensors_in(value) -> list:

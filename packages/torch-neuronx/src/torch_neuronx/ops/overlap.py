@@ -14,6 +14,8 @@ was exhausted).
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 # Ops whose CPU kernels refuse any overlap of the written tensor with a (non-self) input, even the
@@ -23,6 +25,16 @@ NO_OVERLAP_OPS = frozenset({
     "aten::scatter", "aten::scatter_add", "aten::scatter_reduce", "aten::put", "aten::cross", "aten::linalg_cross",
     "aten::index_put", "aten::_index_put_impl",
 })
+
+
+@functools.cache
+def _fills_its_output_first(op_name: str) -> bool:
+    """A reduction (``torch.Tag.reduction``: sum, prod, amax, mean...): CPU's kernel fills its
+    output with the reduction's identity before it reads the input, so a reduction whose out= is
+    (an alias of) its input reads that - ``torch.sum(x, 0, out=x)`` of a 0-d ``x`` is 0."""
+    namespace, _, base = op_name.removesuffix("_").partition("::")
+    packet = getattr(getattr(torch.ops, namespace, None), base, None)
+    return packet is not None and any(torch.Tag.reduction in getattr(packet, o).tags for o in packet.overloads())
 
 
 def cpu_decides(op_name: str, in_place: bool, targets, inputs, result_shapes=None) -> bool:
@@ -35,7 +47,8 @@ def cpu_decides(op_name: str, in_place: bool, targets, inputs, result_shapes=Non
     An out= tensor holding the same elements as an input (``cumsum(x, 0, out=x)``) is computed
     as the functional op and written back, as in-place ops are; CPU's kernels agree for every op
     but those that overwrite an operand while still reading it (``mm(a, a, out=a)``), whose
-    result PyTorch leaves undefined."""
+    result PyTorch leaves undefined - and reductions, which CPU's kernel computes from the
+    output it first filled."""
     no_overlap = op_name.removesuffix("_") in NO_OVERLAP_OPS
     for j, target in enumerate(targets):
         if not isinstance(target, torch.Tensor) or target.numel() == 0:
@@ -55,7 +68,7 @@ def cpu_decides(op_name: str, in_place: bool, targets, inputs, result_shapes=Non
                 continue
             if result_shapes is None and not in_place:
                 return True
-            if resized or no_overlap or not _same_elements(t, target):
+            if resized or no_overlap or not _same_elements(t, target) or (not in_place and _fills_its_output_first(op_name)):
                 return True
     return False
 

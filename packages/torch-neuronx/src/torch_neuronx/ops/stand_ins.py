@@ -7,7 +7,8 @@ dim a 1-d tensor lacks - the device then lowered it for minutes), raise another 
 resized ``out=`` tensor other strides than TensorIterator (``exp`` of a transposed tensor into an
 empty ``out=``). CPU's kernel run over stand-ins - CPU tensors of the operands' shapes, strides and
 dtypes - makes CPU's own checks, and resizes the written stand-ins as CPU resizes written tensors.
-A tensor the call passes twice gets one stand-in, so CPU sees the aliasing the call has.
+A tensor the call passes twice gets one stand-in, and tensors sharing a storage (a view and its
+base) get views of one CPU storage at their own offsets, so CPU sees the aliasing the call has.
 """
 
 from __future__ import annotations
@@ -27,37 +28,53 @@ def stand_ins(args, kwargs, fill: int | None = None):
     dtype (one per tensor object), holding ``fill`` (None: uninitialized), and neuron devices by
     the CPU."""
     flat, spec = tree_flatten((args, kwargs))
+    tensors = {id(x): x for x in flat if is_neuron(x)}
+    # One CPU buffer per shared device storage, covering every tensor of it the call passes.
+    ends: dict[int, int] = {}
+    for t in tensors.values():
+        key = _storage_key(t)
+        ends[key] = max(ends.get(key, 0), (t.storage_offset() + storage_span(t)) * t.element_size())
+    buffers = {key: torch.empty(end, dtype=torch.uint8) for key, end in ends.items()}
     made: dict[int, torch.Tensor] = {}
+    for i, t in tensors.items():
+        buffer = buffers[_storage_key(t)]
+        typed = buffer[: buffer.numel() // t.element_size() * t.element_size()].view(t.dtype)
+        made[i] = stand_in = typed.as_strided(t.size(), t.stride(), t.storage_offset())
+        if fill is not None and stand_in.numel():
+            stand_in.fill_(fill)
     out = []
     for x in flat:
         if is_neuron(x):
-            stand_in = made.get(id(x))
-            if stand_in is None:
-                stand_in = made[id(x)] = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype)
-                if fill is not None:
-                    stand_in.fill_(fill)
-            x = stand_in
+            x = made[id(x)]
         elif isinstance(x, torch.device) and x.type == "neuron":
             x = torch.device("cpu")
         out.append(x)
     return tree_unflatten(out, spec)
 
 
+def _storage_key(t: torch.Tensor) -> int:
+    """Tensors of one storage share a stand-in buffer; storage-less (empty) ones get their own."""
+    address = t.untyped_storage().data_ptr()
+    return address if address else -id(t)
+
+
 def probe(op, args, kwargs, result_bytes: int = 0):
     """Run ``op`` on CPU over stand-ins of the call's neuron tensors holding zeros, or ones if CPU
     refuses zeros (an integer division): CPU's error if it refuses both. Returns the stand-in
-    ``(args, kwargs)`` after the call - the written ones resized as CPU resized them - or None if
-    the stand-ins and the ``result_bytes`` of CPU's results would exceed ``PROBE_MAX_BYTES``."""
+    ``(args, kwargs)`` after the call - the written ones resized as CPU resized them - and CPU's
+    results (their layouts are CPU's: meta kernels give some results other strides, ``0.5 ** x``
+    of a permuted ``x``), or None if the stand-ins and the ``result_bytes`` of CPU's results
+    would exceed ``PROBE_MAX_BYTES``."""
     tensors = {id(x): x for x in tree_flatten((args, kwargs))[0] if is_neuron(x)}
     if result_bytes + sum(_storage_bytes(t) for t in tensors.values()) > PROBE_MAX_BYTES:
         return None
     try:
         cpu_args, cpu_kwargs = stand_ins(args, kwargs, fill=0)
-        op(*cpu_args, **cpu_kwargs)
+        result = op(*cpu_args, **cpu_kwargs)
     except Exception:  # noqa: BLE001 - the values may be what CPU refuses: try other ones
         cpu_args, cpu_kwargs = stand_ins(args, kwargs, fill=1)
-        op(*cpu_args, **cpu_kwargs)  # CPU refuses these arguments whatever their values: its error
-    return cpu_args, cpu_kwargs
+        result = op(*cpu_args, **cpu_kwargs)  # CPU refuses these arguments whatever their values: its error
+    return cpu_args, cpu_kwargs, result
 
 
 def resize_as(target: torch.Tensor, like: torch.Tensor) -> None:
@@ -69,6 +86,10 @@ def resize_as(target: torch.Tensor, like: torch.Tensor) -> None:
         target.as_strided_(like.shape, like.stride())
 
 
+def storage_span(t: torch.Tensor) -> int:
+    """Elements from ``t``'s first element to its last (0 if empty)."""
+    return sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 1) + 1 if t.numel() else 0
+
+
 def _storage_bytes(t: torch.Tensor) -> int:
-    extent = sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 1)
-    return (extent + 1) * t.element_size() if t.numel() else 0
+    return storage_span(t) * t.element_size()
