@@ -148,10 +148,21 @@ class LoweringContext:
         elif node.op == "iota":
             shape = tuple(node.attrs["shape"])
             view = View.iota(shape, node.attrs["dim"] % max(1, len(shape)), node.outputs[0].type.dtype)
+        elif node.op == "random_words":
+            view = self._random_words(node)
         else:
             raise node_error(node, "compile.internal", f"value %{v.id} of {node.op} is used before it was computed")
         self.views[v.id] = view
         return view
+
+    def _random_words(self, node) -> View:
+        """The generator's words, made on chip where a consumer reads them; the state is read from
+        HBM by every loop that does (so it must be a graph input: fusion orders no group before it)."""
+        state = node.inputs[0]
+        if state.id in self.producer or state.name not in self.input_names:
+            raise node_error(node, "compile.random_words_state",
+                             f"the state of random_words is computed in the graph (%{state.id}); it must be a graph input")
+        return View.random_words(state.name, node.attrs["count"])
 
     def _apply_view_op(self, node, src: View) -> View:
         a = node.attrs

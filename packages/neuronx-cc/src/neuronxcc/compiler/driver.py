@@ -9,7 +9,7 @@ import os
 from neuron_sim import Architecture, Program, ProgramBuilder, ValidationError, get_architecture
 from neuron_sim.fingerprint import tree_fingerprint
 from neuron_sim.graph import Graph
-from neuron_sim.graph.ops import LEAF_OPS, VIEW_OPS
+from neuron_sim.graph.ops import VIEW_OPS
 from neuron_sim.neff import Neff
 from neuron_sim.timing import program_timing
 
@@ -18,7 +18,7 @@ from .checks import check_graph
 from .context import LoweringContext
 from .errors import CompileError
 from .fold import fold_constants
-from .fusion import live_nodes, partition
+from .fusion import GENERATED_OPS, live_nodes, partition
 from .integers import as_planned, as_views, check_integers
 from .lower import LOWERINGS, builtin  # noqa: F401 (builtin registers the built-in lowerings)
 from .lower.movement import materialize, materialize_value
@@ -143,7 +143,7 @@ def _computed(ctx, v) -> bool:
         node = ctx.producer.get(v.id)
         if node is None:
             return True  # a graph input
-        if node.op in LEAF_OPS:
+        if node.op in GENERATED_OPS:
             return True
         if node.op not in VIEW_OPS:
             return False

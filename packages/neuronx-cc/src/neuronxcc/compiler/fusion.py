@@ -1,7 +1,7 @@
 """Fusion: partition a graph into groups, each lowered as one unit by its kind's lowering.
 
-* **view ops** (broadcast_in_dim, transpose, slice, reshape) and **leaf generators** (constant,
-  iota) belong to no group: they become affine views (``views.py``) that the consumers' DMAs or
+* **view ops** (broadcast_in_dim, transpose, slice, reshape) and **generators** (constant,
+  iota, random_words) belong to no group: they become affine views (``views.py``) that the consumers' DMAs or
   on-chip generators read through.
 * **fused** groups: elementwise nodes over one iteration shape, joined into one tile loop, plus
   optionally reductions of their values over one set of dims (a chain ending in a reduction).
@@ -49,6 +49,9 @@ from .errors import node_error
 from .lower.elementwise_ops import temps_needed
 from .views import View, contiguous_strides
 
+# Values made on chip where they are read (affine views, ``views.py``): leaves, and the generator's
+# random words (their state is a graph input, so no group has to run before them).
+GENERATED_OPS = LEAF_OPS | {"random_words"}
 OP_KINDS: dict[str, str] = {
     "argmax": "argreduce", "argmin": "argreduce", "argsort": "argsort", "cumsum": "cumsum", "concatenate": "concatenate", "pad": "pad",
     "dot_general": "matmul", "gather": "gather", "take_along_axis": "take_along_axis", "scatter": "scatter",
@@ -217,7 +220,7 @@ def partition(nodes: list, folded=(), sbuf_bytes: int = DEFAULT_SBUF_BYTES) -> l
     def sources(v, through_view=False):
         """(compute node, reached through a view op) pairs a value comes from."""
         node = producer.get(v.id)
-        if node is None or node.op in LEAF_OPS or v.id in folded:
+        if node is None or node.op in GENERATED_OPS or v.id in folded:
             return []
         if node.op in VIEW_OPS:
             return [s for i in node.inputs for s in sources(i, True)]
@@ -232,7 +235,7 @@ def partition(nodes: list, folded=(), sbuf_bytes: int = DEFAULT_SBUF_BYTES) -> l
         return g
 
     for node in nodes:
-        if node.op in VIEW_OPS or node.op in LEAF_OPS or node.outputs[0].id in folded:
+        if node.op in VIEW_OPS or node.op in GENERATED_OPS or node.outputs[0].id in folded:
             continue
         srcs = [s for v in node.inputs for s in sources(v)]
         src_groups = {group_of[id(n)].id for n, _ in srcs}
@@ -400,10 +403,10 @@ def _absorb(groups, group_of, readers, target: Group, h: Group) -> None:
 
 
 def _generated(v, producer, folded) -> bool:
-    """Whether ``v`` is a constant or iota (seen through view ops): made on chip, never loaded."""
+    """Whether ``v`` is a constant, iota or random words (seen through view ops): made on chip, never loaded."""
     root, _ = view_chain(v, producer)
     node = producer.get(root.id)
-    return root.id in folded or (node is not None and node.op in LEAF_OPS)
+    return root.id in folded or (node is not None and node.op in GENERATED_OPS)
 
 
 def _bad_read(n, via: bool, g: Group, group_of, row_ok: dict) -> bool:

@@ -4,6 +4,8 @@ A value the compiler does not have to compute element by element is a ``View``:
 
 * ``hbm``    - elements of an HBM tensor: ``tensor[offset + sum(index[d] * strides[d])]``;
 * ``iota``   - the integers ``offset + sum(index[d] * strides[d])`` (generated on chip by GpSimd Iota);
+* ``random_words`` - words ``offset + sum(index[d] * strides[d])`` of a draw of ``value`` words whose
+  state is the HBM tensor ``tensor`` (int32 [4]), made on chip by the generator (RandomWords);
 * ``scalar`` - one number everywhere (an immediate operand, or a Memset tile).
 
 broadcast_in_dim, transpose, slice and (when the strides allow it) reshape only change the linear
@@ -18,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from neuron_sim import dtypes
 
-KINDS = ("hbm", "iota", "scalar")
+KINDS = ("hbm", "iota", "scalar", "random_words")
 
 
 def contiguous_strides(shape) -> tuple[int, ...]:
@@ -53,6 +55,10 @@ class View:
     def iota(shape, dim: int, dtype: str) -> View:
         shape = tuple(int(s) for s in shape)
         return View("iota", dtype, shape, tuple(1 if d == dim else 0 for d in range(len(shape))), 0)
+
+    @staticmethod
+    def random_words(state_tensor: str, count: int) -> View:
+        return View("random_words", "int32", (count,), (1,), 0, state_tensor, count)
 
     @property
     def num_elements(self) -> int:

@@ -14,8 +14,10 @@ Needs the ``stablehlo`` extra (torch-mlir, torch) to import; this package itself
 from .errors import FrontendError, MissingDependency, UnsupportedOp
 from .execute import run_graph
 from .fx import decompositions, from_fx, insert_none_outputs, sdpa_math, strip_none_outputs
+from .fx_graph_ops import register_graph_op
 from .pipeline import LoweringStopped
 from .stablehlo import import_module, import_text
 
 __all__ = ["FrontendError", "MissingDependency", "UnsupportedOp", "LoweringStopped", "import_module", "import_text",
-           "from_fx", "decompositions", "sdpa_math", "insert_none_outputs", "strip_none_outputs", "run_graph"]
+           "from_fx", "decompositions", "sdpa_math", "insert_none_outputs", "strip_none_outputs", "run_graph",
+           "register_graph_op"]

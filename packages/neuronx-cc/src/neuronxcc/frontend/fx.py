@@ -32,7 +32,7 @@ import re
 
 from neuron_sim.graph import Graph
 
-from . import fx_convolution, fx_rewrites, pipeline
+from . import fx_convolution, fx_graph_ops, fx_rewrites, pipeline
 from .errors import MissingDependency, UnsupportedOp
 from .mlir import describe_location
 from .pipeline_worker import PipelineError
@@ -468,15 +468,17 @@ def _restore(undo: list) -> None:
 
 
 def _lower(gm, name: str):
-    """The StableHLO module (bytecode) of ``gm``: rewritten (``fx_rewrites``), imported to the
-    Torch dialect here, lowered by torch-mlir's pipeline in the bounded worker (``pipeline``)."""
+    """The StableHLO module (bytecode) of ``gm`` and the calls cut out of it to import as graph ops
+    (``fx_graph_ops``): rewritten (``fx_rewrites``), imported to the Torch dialect here, lowered by
+    torch-mlir's pipeline in the bounded worker (``pipeline``)."""
     pipeline.start()  # the worker's first startup overlaps the import below
+    gm, cut = fx_graph_ops.cut_graph_ops(gm, _torch()[0])
     fx_rewrites.rewrite(gm)
     undo = _float_scalars_in_float_compares(gm)
     try:
         undo += _fmod_as_remainder(gm)
         undo += _stable_sort_as_sort(gm)
-        return pipeline.lower(torch_dialect_module(gm, name), name)
+        return pipeline.lower(torch_dialect_module(gm, name), name), cut
     finally:
         _restore(undo)
 
@@ -530,7 +532,7 @@ def from_fx(gm, example_inputs=None, *, func_name: str = "main") -> Graph:
     try:
         if _is_aten_graph(gm, torch):
             try:
-                module = _lower(gm, func_name)
+                module, cut = _lower(gm, func_name)
             except PipelineError as failure:
                 if example_inputs is None:
                     raise _lowering_error(failure) from None
@@ -541,7 +543,7 @@ def from_fx(gm, example_inputs=None, *, func_name: str = "main") -> Graph:
             traced = _retrace(gm, example_inputs, torch)
             _check_fused_sdpa_backward(traced)
             try:
-                module = _lower(traced, func_name)
+                module, cut = _lower(traced, func_name)
             except PipelineError as failure:
                 raise _lowering_error(failure) from None
     finally:
@@ -549,6 +551,7 @@ def from_fx(gm, example_inputs=None, *, func_name: str = "main") -> Graph:
             out.args = saved_args
             gm.recompile()
     graph = import_module(module, func_name=func_name)
+    fx_graph_ops.put_back(graph, cut)
     if len(graph.inputs) == len(placeholders):
         for v, name in zip(graph.inputs, placeholders):
             v.name = name

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 from neuron_sim import AccessPattern, dtypes
-from neuron_sim.isa import Iota, Memset
+from neuron_sim.isa import DmaCopy, Iota, Memset, RandomWords
 from neuron_sim.memory.access_pattern import SBUF
 
 from ..dma import compact_dims, hbm_pattern, onchip_compact_strides
@@ -85,6 +85,17 @@ class TileCtx:
                          hoist=True)
         return column(tile, self.pc)
 
+    def generator_state(self, tensor: str) -> AccessPattern:
+        """The [1, 4] tile of the generator state in HBM tensor ``tensor``, loaded once per loop."""
+        key = ("generator state", tensor)
+        tile = self.consts.get(key)
+        if tile is None:
+            tile = self.consts[key] = self.scope.sbuf(4, "int32")
+            engine, queue = self.em.queues.load()
+            self.em.emit(DmaCopy(dst=tile_ap(tile, 1, (4,)), src=hbm_pattern(tensor, "int32", 0, 0, 1, [(1, 4)]),
+                                 engine=engine, queue=queue), hoist=True)
+        return tile_ap(tile, 1, (4,))
+
     def full(self, op: Operand) -> AccessPattern:
         """``op`` as a full ``[P, *counts]`` pattern (immediates through a hoisted constant column)."""
         if op.is_imm:
@@ -106,7 +117,7 @@ class TileCtx:
             return Operand(dtype, imm=_imm(view.value, dtype))
         strides, compact_size = onchip_compact_strides(dims)
         tile = self.buffer(role, dtype)
-        if view.kind == "iota":
+        if view.kind in ("iota", "random_words"):
             if compact_size == 1:
                 dst = column(tile, self.pc)
                 pattern = ((1, 1),)
@@ -114,7 +125,12 @@ class TileCtx:
                 compact, _ = compact_dims(dims)
                 dst = tile_ap(tile, self.pc, [c for _, c in compact])
                 pattern = tuple(compact)
-            self.emit(Iota(dst=dst, pattern=pattern, offset=int(offset), channel_multiplier=int(part_stride)))
+            if view.kind == "iota":
+                self.emit(Iota(dst=dst, pattern=pattern, offset=int(offset), channel_multiplier=int(part_stride)))
+            else:
+                self.emit(RandomWords(dst=dst, key=self.generator_state(view.tensor), count=int(view.value), pattern=pattern,
+                                      offset=int(offset), channel_multiplier=int(part_stride),
+                                      engine=self.em.pick("vector", "gpsimd")))
         else:
             compact, _ = compact_dims(dims)
             dst = tile_ap(tile, self.pc, [c for _, c in compact] or (1,))
