@@ -1,5 +1,5 @@
-"""Philox4x32-10 in torch int32 ops: the published known-answer vectors, and the device computing
-the same words as the host."""
+"""Philox4x32-10 in torch int32 ops (the host's reference): the published known-answer vectors, and
+the device's hardware generator (neuron_rng::random_words) giving the same words as the host."""
 
 from __future__ import annotations
 
@@ -38,3 +38,22 @@ def test_the_device_computes_the_hosts_words():
     device = torch.ops.neuron_rng.random(torch.empty(7, 9, dtype=torch.int32, device="neuron"), key.to("neuron"), -(2**31), 2**32)
     assert torch.equal(device.cpu(), host)
     assert len(set(host.flatten().tolist())) == 63  # full-range words: no repeats in 63
+
+
+@pytest.mark.parametrize("count", [1, 3, 4, 129, 513, 4099])
+def test_the_device_generator_gives_the_reference_words(count):
+    key = torch.tensor(philox.key_words(2**63 + 5, 2**35 + 1), dtype=torch.int32)
+    device = torch.ops.neuron_rng.random_words(key.to("neuron"), count)
+    assert device.dtype == torch.int32 and device.shape == (count,)
+    assert torch.equal(device.cpu(), philox.words(key, count))
+
+
+@pytest.mark.parametrize("shape", [(1,), (3,), (130, 7), (2, 3, 517)], ids=str)
+def test_draws_of_odd_shapes_are_the_hosts(shape):
+    key = torch.tensor(philox.key_words(77, 5), dtype=torch.int32)
+    host = torch.ops.neuron_rng.normal(torch.empty(shape), key, 0.0, 1.0)
+    device = torch.ops.neuron_rng.normal(torch.empty(shape, device="neuron"), key.to("neuron"), 0.0, 1.0)
+    assert torch.allclose(device.cpu(), host, rtol=1e-5, atol=1e-5)  # log/sqrt/cos on ScalarE: a few ulps
+    x = torch.randn(shape)
+    out, mask = torch.ops.neuron_rng.dropout(x.to("neuron"), key.to("neuron"), 0.4)
+    assert torch.equal(mask.cpu(), torch.ops.neuron_rng.dropout(x, key, 0.4)[1])  # the mask bit for bit

@@ -1,11 +1,12 @@
 """Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011), written
 in torch ops on int32 tensors, and the distributions drawn from its words.
 
-The functions here are traced into device programs (``ops``), so the NeuronCore computes the
-numbers: 32-bit wrapping multiplies, xors and shifts on GpSimd's integer ALU. An int32 tensor
-holds each uint32 word's bits. The 32x32 -> 64-bit product Philox needs is formed from 16-bit
-halves (every partial product fits 32 bits), and logical right shifts mask off the sign bits an
-arithmetic shift copies in.
+``words`` is the host's reference of the device generator: the device computes the same words
+with its hardware generator (``neuron_rng::random_words``, ``ops``: neuron-sim's RandomWords), and
+the CPU kernel of that op is this function. The distribution functions (``unit_open_right``,
+``standard_normal``...) are traced into device programs. An int32 tensor holds each uint32 word's
+bits; the 32x32 -> 64-bit product Philox needs is formed from 16-bit halves (every partial product
+fits 32 bits), and logical right shifts mask off the sign bits an arithmetic shift copies in.
 
 Counter layout of a draw: key = the generator's seed (low, high word); counter = (offset low,
 offset high, block index, 0). A draw of ``n`` words runs ``b = ceil(n / 4)`` blocks, and word ``i``
@@ -87,9 +88,15 @@ def unit_open_left(w: torch.Tensor) -> torch.Tensor:
     return (shift_right(w, 8) + 1).to(torch.float32) * _TWO_POW_MINUS_24
 
 
-def standard_normal(key: torch.Tensor, count: int) -> torch.Tensor:
-    """``count`` float32 N(0, 1) numbers by Box-Muller: each pair of words gives two."""
-    pairs = words(key, 2 * -(-count // 2)).reshape(-1, 2)
+def normal_words(count: int) -> int:
+    """Words ``standard_normal`` takes for ``count`` numbers (a pair for each two)."""
+    return 2 * -(-count // 2)
+
+
+def standard_normal(w: torch.Tensor, count: int) -> torch.Tensor:
+    """``count`` float32 N(0, 1) numbers by Box-Muller from ``normal_words(count)`` words ``w``:
+    each pair of words gives two."""
+    pairs = w.reshape(-1, 2)
     radius = torch.sqrt(-2.0 * torch.log(unit_open_left(pairs[:, 0])))
     angle = unit_open_right(pairs[:, 1]) * (2.0 * math.pi) - math.pi
     return torch.stack([radius * torch.cos(angle), radius * torch.sin(angle)], dim=1).reshape(-1)[:count]
