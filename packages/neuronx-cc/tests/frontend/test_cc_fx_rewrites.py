@@ -133,6 +133,29 @@ def test_dim_ops_over_0dim_operands():
         assert got.shape == () and torch.equal(got, fn(*inputs))
 
 
+@pytest.mark.parametrize("dim, index", [(-1, [0]), (0, 0)])
+def test_index_select_of_a_0dim_tensor(dim, index):
+    """fuzz-35: its 1-d index was "an operand of another rank" and refused."""
+    x, i = torch.tensor(-3.25), torch.tensor(index)
+    (got,) = lowered(lambda x, i: x.index_select(dim, i), x, i)
+    assert got.shape == () and torch.equal(got, x.index_select(dim, i))
+
+
+@pytest.mark.parametrize("index", [[1], [-1]])
+def test_index_select_of_a_0dim_tensor_checks_its_index(index):
+    x, i = torch.tensor(-3.25), torch.tensor(index)
+    with pytest.raises(IndexError):
+        x.index_select(0, i)  # CPU
+    with pytest.raises(IndexOutOfBoundsError, match=rf"index {index[0]} is out of bounds for a dimension of size 1"):
+        lowered(lambda x, i: x.index_select(0, i), x, i)
+
+
+def test_index_select_of_a_0dim_tensor_by_a_matrix_is_refused():
+    """CPU raises (the index must be a vector); the meta kernel accepts it."""
+    with pytest.raises(UnsupportedOp, match="a dim argument over a 0-dim tensor"):
+        lowered(lambda x, i: x.index_select(0, i), torch.tensor(1.0), torch.tensor([[0]]))
+
+
 @pytest.mark.parametrize("k", [0, 1])
 def test_topk_of_a_0dim_tensor_returns_its_value(k):
     """CPU returns the 0-dim value (and index 0) for k = 0 as for k = 1."""

@@ -23,6 +23,7 @@ SIZE_1_DIM_OPS = [
     ("index_select_last_dim", lambda x, i: x.index_select(2, i), torch.arange(12).view(3, 4, 1)),
     ("index_select_1d_int64", lambda x, i: x.index_select(0, i), torch.tensor([2**40 + 1])),
     ("index_select_non_contiguous", lambda x, i: x.index_select(0, i), torch.arange(10.).view(5, 2).t()[1:]),
+    ("index_select_of_0d", lambda x, i: x.index_select(0, i), torch.tensor(4.)),  # lifted to [1] (fuzz-35)
     ("embedding", lambda x, i: F.embedding(i, x), torch.arange(129.).view(1, 129)),
     ("take", lambda x, i: torch.take(x, i), torch.tensor([[7.]], dtype=torch.bfloat16)),
     ("index", lambda x, i: x[i], torch.arange(5.).view(1, 5)),

@@ -88,11 +88,6 @@ def _only_nan_bits_differ(program, mode, m) -> bool:
     return False
 
 
-def _compiled_index_select_of_0d(program, mode, m) -> bool:
-    return (mode == "compile" and m.kind == "neuron error" and "cannot compile 'aten.index_select.default'" in m.message
-            and "a dim argument over a 0-dim tensor" in m.message)
-
-
 def _compiled_argsort_over_a_size_1_dim(program, mode, m) -> bool:
     if mode != "compile" or m.kind != "value":
         return False
@@ -112,7 +107,6 @@ KNOWN_ISSUES = [
      _floor_division_layout),
     ("nan-bits - not a bug: through a dtype view, the bits of a NaN an op made differ (IEEE 754 leaves its sign and payload "
      "unspecified; CPU's bfloat16 NaN is +0x7fc0, the device's keeps the sign)", _only_nan_bits_differ),
-    ("fuzz-35 - numerics: torch.compile of index_select over a 0-d tensor raises NeuronCompileError", _compiled_index_select_of_0d),
     ("fuzz-37 - lowering: a compiled program with argsort over a size-1 dim computes a later value wrong",
      _compiled_argsort_over_a_size_1_dim),
     ("fuzz-39 - torchcore: compiled, number ** tensor keeps a permuted tensor's strides (CPU's result is contiguous)",

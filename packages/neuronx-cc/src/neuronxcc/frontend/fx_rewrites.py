@@ -270,7 +270,8 @@ def _lift_dim_ops_over_0dim(graph) -> bool:
     """An op with a ``dim`` argument over 0-dim tensors runs over them viewed as ``[1]`` (dims 0
     and -1 name that axis, as they name the 0-dim tensor's), and its results are viewed back to
     their own shapes: same values. ``topk`` of a 0-dim tensor returns its one value for ``k`` 0
-    or 1, as CPU does. An op that cannot be rewritten so (0-dim and other tensor operands, or a
+    or 1, as CPU does; ``index_select``'s one index is lifted with it (then checked as an index
+    over a size-1 dim). An op that cannot be rewritten so (0-dim and other tensor operands, or a
     lifted result of another size) is refused rather than crashing the process."""
     import torch
 
@@ -289,7 +290,7 @@ def _lift_dim_ops_over_0dim(graph) -> bool:
         # One tensor result, or several read through getitem (max.dim's values and indices).
         readers = [n] if isinstance(result, torch.Tensor) else list(n.users)
 
-        if any(a.meta["val"].dim() != 0 for a in tensor_inputs):
+        if any(a.meta["val"].dim() != 0 and not _one_index_of_index_select(n, a) for a in tensor_inputs):
             raise _refuse_0dim(n, "with operands of other ranks")
         if not all(r is n or (r.target is operator.getitem and isinstance(r.meta.get("val"), torch.Tensor))
                    for r in readers):
@@ -344,6 +345,15 @@ def _index_select_over_size_1_dims(graph) -> bool:
         graph.erase_node(node)
         changed = True
     return changed
+
+
+def _one_index_of_index_select(node, operand) -> bool:
+    """Whether ``operand`` is the index of an ``index_select`` over a 0-dim tensor that CPU takes: one
+    index, 0-d or ``[1]`` (a vector), lifted to ``[1]`` with the tensor - then an index over a size-1 dim."""
+    import torch
+
+    return (node.target is torch.ops.aten.index_select.default and operand is _arg(node, 2, "index")
+            and operand.meta["val"].dim() <= 1 and operand.meta["val"].numel() == 1)
 
 
 def _refuse_0dim(node, why: str) -> UnsupportedOp:
