@@ -143,3 +143,35 @@ def test_ops_are_counted_per_test_and_classified():
     assert "| t | 3 | 3 | 3 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 100.0% |" in text
     assert "| aten::sort | 1 / 2 | too long |" in text
     assert "t: torch.testing._internal.common_utils.NEW" in text
+
+
+def test_resume_runs_only_what_an_earlier_run_left(tmp_path):
+    test_dir = tmp_path / "test"
+    test_dir.mkdir()
+    (test_dir / "test_two.py").write_text(textwrap.dedent('''
+        from torch.testing._internal.common_device_type import instantiate_device_type_tests
+        from torch.testing._internal.common_utils import TestCase
+
+
+        class TestTwo(TestCase):
+            def test_a(self, device):
+                pass
+
+            def test_b(self, device):
+                pass
+
+
+        instantiate_device_type_tests(TestTwo, globals())
+    '''))
+    work = tmp_path / "work"
+    work.mkdir()
+    earlier = "test_two.py::TestTwoPRIVATEUSE1::test_a_neuron"
+    (work / "test_two.jsonl").write_text(
+        json.dumps({"event": "collected", "count": 2}) + "\n"
+        + json.dumps({"event": "result", "nodeid": earlier, "outcome": "failed", "message": "earlier run"}) + "\n")
+    run.run_file(str(test_dir), "test_two", str(work), test_timeout=60.0, file_timeout=600.0,
+                 neff_cache=str(tmp_path / "neff"), resume=True, log=lambda line: None)
+    f = results.file_result("test_two", results.read_events(str(work / "test_two.jsonl")))
+    assert f.collected == 2
+    assert {n.split("::")[-1]: r.outcome for n, r in f.results.items()} == {"test_a_neuron": "failed",
+                                                                          "test_b_neuron": "passed"}
