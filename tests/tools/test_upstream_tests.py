@@ -74,7 +74,10 @@ def test_runner_counts_every_outcome_and_survives_hangs_and_crashes(tmp_path):
     logs = []
     run.run_file(str(test_dir), "test_synthetic", str(work), test_timeout=10.0, file_timeout=600.0,
                  neff_cache=str(tmp_path / "neff"), grace=2.0, log=logs.append)
-    f = results.file_result("test_synthetic", results.read_events(str(work / "test_synthetic.jsonl")))
+    events = results.read_events(str(work / "test_synthetic.jsonl"))
+    f = results.file_result("test_synthetic", events)
+    # A new process after the timeout (its state is not trusted), the hard timeout and the abort.
+    assert [e["count"] for e in events if e["event"] == "collected"] == [9, 4, 3, 1]
     outcomes = {nodeid.split("::")[-1]: r.outcome for nodeid, r in f.results.items()}
     assert outcomes == {
         "test_a_add_neuron": "passed",

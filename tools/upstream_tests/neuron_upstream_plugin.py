@@ -14,7 +14,8 @@ leaves everything up to the test that was running:
   (``torch_neuronx.get_executed_ops()`` / ``get_fallback_ops()``, cleared before each test).
 
 Per-test time bound (``--upstream-test-timeout``): a SIGALRM raises ``UpstreamTestTimeout`` in
-the test (recorded as ``timeout``); a test stuck where Python cannot interrupt it (a C call that
+the test (recorded as ``timeout``; the process then exits with EXIT_AFTER_TIMEOUT, as what the
+alarm interrupted may be left half done, and the runner resumes after the test); a test stuck where Python cannot interrupt it (a C call that
 never returns) is ended by faulthandler ``--upstream-grace`` seconds later, which exits the process - the
 runner then records the test that was running as ``timeout`` and resumes after it.
 """
@@ -30,6 +31,7 @@ import sys
 import pytest
 
 STACKS_SUFFIX = ".stacks"
+EXIT_AFTER_TIMEOUT = 75  # the process ends after a timed-out test; the runner restarts it
 MESSAGE_LIMIT = 4000
 
 
@@ -88,7 +90,7 @@ class _Recorder:
         if outcome != "passed" or report.when == "call":
             self._outcomes[report.nodeid] = (outcome, _message(report))
 
-    def finish(self, nodeid: str) -> None:
+    def finish(self, nodeid: str) -> str:
         outcome, message = self._outcomes.pop(nodeid, ("error", "no phase reported"))
         ops = None
         tnx = self.tracking()
@@ -96,6 +98,7 @@ class _Recorder:
             ops = {"executed": tnx.get_executed_ops(), "fallback": tnx.get_fallback_ops(),
                    "reasons": tnx.get_fallback_reasons()}
         self.write(event="result", nodeid=nodeid, outcome=outcome, message=message[:MESSAGE_LIMIT], ops=ops)
+        return outcome
 
 
 def _outcome(report) -> str:
@@ -180,5 +183,8 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_runtest_logreport(report):
     if _recorder is not None:
         _recorder.phase(report)
-        if report.when == "teardown":
-            _recorder.finish(report.nodeid)
+        if report.when == "teardown" and _recorder.finish(report.nodeid) == "timeout":
+            # The alarm interrupted whatever the test was in - a compile, a cache insert, a
+            # launch - and may have left that half done, so nothing later in this process is
+            # trusted: it ends, and the runner starts the file again after this test.
+            os._exit(EXIT_AFTER_TIMEOUT)

@@ -6,8 +6,9 @@
 
 Each file runs in its own pytest process (our plugin, neuron_upstream_plugin.py, records every
 test as it ends), bounded per test (--test-timeout) and per file (--file-timeout). A process that
-dies inside a test (a crash in a compiler, a hang only faulthandler could end) is restarted with
-the finished tests deselected, so one bad test costs one test, not the file. See README.md.
+dies inside a test (a crash in a compiler, a hang only faulthandler could end), or ends itself
+after a timed-out test, is restarted with the finished tests deselected, so one bad test costs one
+test, not the file. See README.md.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from neuron_upstream_plugin import STACKS_SUFFIX  # noqa: E402
+from neuron_upstream_plugin import EXIT_AFTER_TIMEOUT, STACKS_SUFFIX  # noqa: E402
 from upstream_report import RunInfo, render  # noqa: E402
 from upstream_results import file_result, read_events  # noqa: E402
 
@@ -129,7 +130,7 @@ def run_file(test_dir: str, name: str, work_dir: str, *, test_timeout: float, fi
             outcome, message = _ended_by(_read(stderr_path, seen_log), _read(stacks_path, seen_stacks), returncode)
             log(f"  {name}: {outcome} in {state.running} ({message})")
             _record(results, event="result", nodeid=state.running, outcome=outcome, message=message, ops=None)
-        if state.running is None:
+        if state.running is None and returncode != EXIT_AFTER_TIMEOUT:
             return  # pytest ran to its end (exit 0 all passed, 1 some failed, 2+ its own error: in the log)
         if attempt == MAX_RESTARTS:
             log(f"  {name}: {MAX_RESTARTS} restarts, giving up")
