@@ -143,7 +143,7 @@ def test_ops_are_counted_per_test_and_classified():
                     "aten::sort": (2, 1, "mixed", "too long")}
     text = render([f], RunInfo("python tools/upstream_tests/run.py x", "abc1234", "2.13.0", 120, 3600,
                                {"t": "pytorch/pytorch@1234"}, {"t": ["torch.testing._internal.common_utils.NEW"]}))
-    assert "| t | 3 | 3 | 3 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 100.0% |" in text
+    assert "| t | 3 | 3 | 3 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 100.0% | 100.0% |" in text
     assert "| aten::sort | 1 / 2 | too long |" in text
     assert "t: torch.testing._internal.common_utils.NEW" in text
 

@@ -26,6 +26,11 @@ def _rate(f: FileResult) -> str:
     return "-" if rate is None else f"{100 * rate:.1f}%"
 
 
+def _rate_of_run(f: FileResult) -> str:
+    ran = f.enabled() - f.counts()["not_run"]
+    return "-" if ran <= 0 else f"{100 * f.passing() / ran:.1f}%"
+
+
 def _cell(text: str, width: int = 240) -> str:
     """One table cell: pipes escaped, one line, at most ``width`` characters."""
     text = text.replace("|", "\\|").replace("\n", " ")
@@ -33,18 +38,18 @@ def _cell(text: str, width: int = 240) -> str:
 
 
 def summary_table(files: list[FileResult]) -> list[str]:
-    head = ["file", "collected", "enabled", *OUTCOMES, "pass rate"]
+    head = ["file", "collected", "enabled", *OUTCOMES, "pass rate", "of those run"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     total = FileResult("**total**")
     for f in files:
         counts = f.counts()
         lines.append("| " + " | ".join([f.name, str(f.collected), str(f.enabled()),
-                                        *(str(counts[o]) for o in OUTCOMES), _rate(f)]) + " |")
+                                        *(str(counts[o]) for o in OUTCOMES), _rate(f), _rate_of_run(f)]) + " |")
         total.collected += f.collected
         total.results.update({f"{f.name}::{k}": v for k, v in f.results.items()})
     counts = total.counts()
     lines.append("| " + " | ".join([total.name, str(total.collected), str(total.enabled()),
-                                    *(str(counts[o]) for o in OUTCOMES), _rate(total)]) + " |")
+                                    *(str(counts[o]) for o in OUTCOMES), _rate(total), _rate_of_run(total)]) + " |")
     return lines
 
 
@@ -60,7 +65,8 @@ def render(files: list[FileResult], info: RunInfo) -> str:
            "Outcomes: `error` = a setup or fixture failed; `timeout` = the test ran past the per-test bound; "
            "`crashed` = the process died inside the test (the runner resumed after it); `not_run` = the "
            "file's wall bound ended the run first; `xfailed` = upstream's own expected failures, failing "
-           "as expected. **Pass rate = (passed + xfailed) / enabled**, enabled = collected - skipped.", "",
+           "as expected. **Pass rate = (passed + xfailed) / enabled**, enabled = collected - skipped; "
+           "*of those run* leaves out the not_run ones.", "",
            "## Files", "", "| file | source |", "|---|---|"]
     out += [f"| {f.name} | {info.sources.get(f.name, 'unknown')} |" for f in files]
     out += ["", "## Results", "", *summary_table(files), ""]
