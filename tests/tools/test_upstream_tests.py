@@ -77,7 +77,7 @@ def test_runner_counts_every_outcome_and_survives_hangs_and_crashes(tmp_path):
     events = results.read_events(str(work / "test_synthetic.jsonl"))
     f = results.file_result("test_synthetic", events)
     # A new process after the timeout (its state is not trusted), the hard timeout and the abort.
-    assert [e["count"] for e in events if e["event"] == "collected"] == [9, 4, 3, 1]
+    assert [e["count"] for e in events if e["event"] == "collected"] == [9, 3, 2, 1]
     outcomes = {nodeid.split("::")[-1]: r.outcome for nodeid, r in f.results.items()}
     assert outcomes == {
         "test_a_add_neuron": "passed",
