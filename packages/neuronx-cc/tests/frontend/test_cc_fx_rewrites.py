@@ -486,3 +486,21 @@ def test_an_op_without_a_lowering_is_named_not_its_number():
     x = torch.randn(3, 4)
     with pytest.raises(UnsupportedOp, match=r"torch\.aten\.kthvalue.*no StableHLO lowering"):
         lowered(lambda x: torch.kthvalue(x * 2, 2, 1)[0], x)
+
+
+@pytest.mark.parametrize("name", ["gt", "ge", "lt", "le", "eq", "ne"])
+@pytest.mark.parametrize("fill", [True, False])
+def test_comparisons_of_a_constant_bool_tensor(name, fill):
+    """fuzz-37: torch-mlir folded a comparison of a constant all-true bool tensor reading true as
+    the signed i1 -1: ``v.masked_fill(v > False, False)`` stayed all true."""
+    compare = getattr(torch, name)
+
+    def fn(x):
+        v = torch.zeros(1, 1, 5, dtype=torch.long) != (1 if fill else 0)
+        w = torch.zeros(1, 1, 5, dtype=torch.long) == 1
+        return (v.masked_fill(compare(v, False), False), compare(v, True), compare(v, False), compare(v, w),
+                compare(w, v), compare(x, v))
+
+    x = torch.tensor([True, False, True, False, True])
+    for got, want in zip(lowered(fn, x), fn(x)):
+        assert torch.equal(got.reshape(want.shape), want), (got, want)

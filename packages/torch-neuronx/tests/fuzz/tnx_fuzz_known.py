@@ -88,27 +88,11 @@ def _only_nan_bits_differ(program, mode, m) -> bool:
     return False
 
 
-def _compiled_argsort_over_a_size_1_dim(program, mode, m) -> bool:
-    if mode != "compile" or m.kind != "value":
-        return False
-    from tnx_fuzz_runner import operand_shapes
-
-    shapes = operand_shapes(program)
-    for i, step in enumerate(program["steps"]):
-        if step["op"] == "argsort" and shapes[i] and shapes[i][0]:
-            shape, d = shapes[i][0], step.get("params", {}).get("dim", -1)
-            if shape[d] == 1:
-                return True
-    return False
-
-
 KNOWN_ISSUES = [
     ("fuzz-31 - torchcore: compiled, floor division's result takes its second operand's layout where CPU's takes the first's",
      _floor_division_layout),
     ("nan-bits - not a bug: through a dtype view, the bits of a NaN an op made differ (IEEE 754 leaves its sign and payload "
      "unspecified; CPU's bfloat16 NaN is +0x7fc0, the device's keeps the sign)", _only_nan_bits_differ),
-    ("fuzz-37 - lowering: a compiled program with argsort over a size-1 dim computes a later value wrong",
-     _compiled_argsort_over_a_size_1_dim),
     ("fuzz-39 - torchcore: compiled, number ** tensor keeps a permuted tensor's strides (CPU's result is contiguous)",
      lambda program, mode, m: mode == "compile" and m.kind == "layout" and _step_op(program, m) == "rpow_s"),
     ("fuzz-40 - lowering: cumprod multiplies in another order than CPU's: NaN/inf where CPU's product is finite",

@@ -63,6 +63,8 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   converts a number to the tensor's dtype (``bool_x != -1`` compared ``x`` with ``True``) and of
   two tensors the narrower to the wider (uint8 vs int8 compared in int8). Both operands are
   converted to PyTorch's result dtype first (int64 for bool vs an int, int16 for uint8 vs int8).
+  Two bools compare as int32: torch-mlir folds a comparison of a constant (splat) bool tensor
+  reading its ``true`` as the signed i1 -1, so ``v > False`` of an all-true ``v`` folded to false.
 
 torch-mlir's pass pipeline also runs in a bounded worker process (``pipeline``), so a pattern
 missing here costs a clear error, never the process.
@@ -612,7 +614,7 @@ def _unfold_as_slices(graph, node) -> bool:
 
 def _compare_in_result_dtype(graph, node) -> bool:
     """A comparison's tensor operands converted to ``torch.result_type`` of its two operands (a
-    number then takes that dtype in torch-mlir's lowering, wrapped as CPU wraps it)."""
+    number then takes that dtype in torch-mlir's lowering, wrapped as CPU wraps it); bools to int32."""
     import torch
 
     a, b = node.args[0], node.args[1]
@@ -621,6 +623,8 @@ def _compare_in_result_dtype(graph, node) -> bool:
     if not isinstance(a_val, torch.Tensor) or not isinstance(b_val, (torch.Tensor, bool, int, float)):
         return False
     dtype = torch.result_type(a_val, b_val)
+    if dtype == torch.bool:  # torch-mlir folds a constant i1 tensor's true as -1 (``v > False`` -> false)
+        dtype = torch.int32
     operands, changed = [], False
     for operand, val in ((a, a_val), (b, b_val)):
         if isinstance(val, torch.Tensor) and val.dtype != dtype:
