@@ -35,6 +35,14 @@ def test_a_seed_read_from_a_tile_at_run_time():
     np.testing.assert_array_equal(run[0], _fill(7, shape=(4, 16)))
 
 
+@pytest.mark.parametrize("seed", [float("nan"), float("inf"), float("-inf")])
+def test_a_seed_tile_holding_no_integer_is_refused(seed):
+    seed_tile, dst = sb("float32", 1, 1), sb("float32", 4, 16, offset=64)
+    with pytest.raises(ValidationError, match=r"rng\.seed.* is an integer, got (nan|inf|-inf)"):
+        execute([SetRngSeed(seed=seed_tile), RandomFill(dst=dst)], preload=[(seed_tile, np.array([[seed]], np.float32))],
+                fetch=[dst])
+
+
 @pytest.mark.parametrize("prob", [0.0, 0.3, 1.0])
 def test_dropout_zeroes_at_its_rate_and_keeps_the_rest(prob):
     x = np.random.default_rng(1).uniform(1, 2, (64, 256)).astype(np.float32)

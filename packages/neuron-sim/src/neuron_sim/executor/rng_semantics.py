@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ValidationError
 from ..isa import philox
 from ..isa.rng import Dropout, RandomFill, RandomWords, SetRngSeed
 from ..memory.access_pattern import AccessPattern
@@ -13,6 +14,8 @@ from .semantics import _affine_values, _flat_rows, handles
 @handles(SetRngSeed)
 def _set_rng_seed(ex, inst: SetRngSeed):
     seed = ex.read(inst.seed, "seed").reshape(-1)[0] if isinstance(inst.seed, AccessPattern) else inst.seed
+    if not np.isfinite(seed):  # a float tile's value: truncated to an integer, which NaN and inf have not
+        raise ValidationError("rng.seed", f"a seed read from {inst.seed.describe()} is an integer, got {seed}")
     ex.engine_state.seed(int(seed))
 
 
