@@ -31,3 +31,35 @@ def test_cumprod(shape, dim, dtype):
     for got in (run_exact(compile_graph(graph), inputs), run_fast(graph, inputs)):
         (out,) = got.values()
         np.testing.assert_allclose(out.astype(np.float32), expected, rtol=1e-2 if dtype == torch.bfloat16 else 1e-6)
+
+
+_INF, _NAN = float("inf"), float("nan")
+_SPECIALS = [
+    [0.0, 1e30, 1e30, 2.0],            # fuzz-40: the scan made 1e30 * 1e30 = inf before meeting the 0
+    [1e30, 1e30, 0.0, 5.0],            # past fp32's range then 0: CPU's double product is 0, bfloat16's NaN
+    [1e30, 1e30, 1e-30, 1e-30],        # back into range: finite for float32, inf then NaN... as CPU
+    [_INF, 0.0, 2.0], [0.0, -_INF, 3.0], [_NAN, 1.0, 0.0], [-_INF, -2.0, 0.5],
+    [-0.0, 2.0, -3.0, 0.0],            # signs of zeros
+    [1e-30, 1e-30, 1e30, 1e30], [1e-45, 1e-45, 1e30, 0.0],
+    [1e20] * 12 + [0.0] + [1e-20] * 5,
+    [0.9] * 200 + [1.1] * 57,
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("values", _SPECIALS, ids=lambda v: f"{v[:3]}...{len(v)}")
+def test_cumprod_has_cpus_specials(values, dtype):
+    """CPU multiplies left to right (float32 in double, 16-bit floats in float32): zeros stay zero,
+    inf and NaN appear where its partial products make them."""
+    x = torch.tensor(values, dtype=dtype).reshape(1, -1).expand(2, -1).contiguous()
+    fn = lambda t: torch.cumprod(t, 1)  # noqa: E731
+    gm = make_fx(fn, decomposition_table=decompositions(), tracing_mode="fake")(x)
+    graph = from_fx(gm, [x])
+    from neuron_sim import dtypes
+    inputs = {graph.inputs[0].name: dtypes.convert(x.float().numpy(), "bfloat16") if dtype == torch.bfloat16 else x.numpy()}
+    expected = fn(x).float().numpy()
+    for got in (run_exact(compile_graph(graph), inputs), run_fast(graph, inputs)):
+        (out,) = got.values()
+        out = out.astype(np.float32)
+        np.testing.assert_allclose(out, expected, rtol=1e-2 if dtype == torch.bfloat16 else 1e-5, atol=0)
+        assert (np.signbit(out) == np.signbit(expected))[~np.isnan(expected)].all(), (out, expected)

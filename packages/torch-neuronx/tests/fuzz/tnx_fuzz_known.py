@@ -95,9 +95,6 @@ KNOWN_ISSUES = [
      "unspecified; CPU's bfloat16 NaN is +0x7fc0, the device's keeps the sign)", _only_nan_bits_differ),
     ("fuzz-39 - torchcore: compiled, number ** tensor keeps a permuted tensor's strides (CPU's result is contiguous)",
      lambda program, mode, m: mode == "compile" and m.kind == "layout" and _step_op(program, m) == "rpow_s"),
-    ("fuzz-40 - lowering: cumprod multiplies in another order than CPU's: NaN/inf where CPU's product is finite",
-     lambda program, mode, m: m.kind == "value" and _step_op(program, m) == "cumprod" and m.got is not None and m.expected is not None
-     and m.got.shape == m.expected.shape and bool((~m.got.isfinite() & m.expected.isfinite()).any())),
     ("fuzz-41 - torchcore: compiled, item assignment or copy_ between overlapping views (v.unsqueeze(0)[()] = v, "
      "v.unsqueeze(-1).copy_(v)) raises nothing (CPU: the overlap error)",
      lambda program, mode, m: mode == "compile" and m.kind == "missing error" and "refer to a single memory location" in m.message

@@ -161,19 +161,88 @@ def _cumprod(self, dim, *, dtype=None):
     """torch-mlir cannot lower cumprod: Hillis-Steele log-step products (``y[k] *= y[k - s]`` for
     s = 1, 2, 4, ...: a slice, a multiply and a concatenation each), in the result dtype - integer
     and bool inputs give int64, as CPU's; 16-bit floats multiply in fp32 and round once, as CPU
-    accumulates them. Integers are exact where the compiler's integer check allows the products
-    (int64 beyond 2**24 is refused: eager mode runs it on CPU)."""
+    accumulates them. Floats scan as ``_cumprod_as_cpu`` (CPU's specials). Integers are exact where
+    the compiler's integer check allows the products (int64 beyond 2**24 is refused: eager mode
+    runs it on CPU)."""
     torch = _torch()[0]
     out_dtype = dtype or (self.dtype if self.dtype.is_floating_point or self.dtype.is_complex else torch.int64)
     x = self.to(torch.float32 if out_dtype in (torch.float16, torch.bfloat16) else out_dtype)
     if x.dim() == 0:
         return x.to(out_dtype).clone()
     dim = dim % x.dim()
+    if x.dtype == torch.float32:
+        # CPU accumulates float32 in double, 16-bit floats in float32: the ranges its partial
+        # products overflow and underflow in (as powers of two).
+        limits = (1024, -1075) if out_dtype == torch.float32 else (128, -150)
+        return _cumprod_as_cpu(x, dim, limits).to(out_dtype)
     n, step = x.shape[dim], 1
     while step < n:
         x = torch.cat([x.narrow(dim, 0, step), x.narrow(dim, step, n - step) * x.narrow(dim, 0, n - step)], dim)
         step *= 2
     return x.to(out_dtype) if x.dtype != out_dtype else x.clone() if step == 1 else x
+
+
+def _scan(values, dim, combine):
+    """Hillis-Steele inclusive scans of a tuple of tensors along ``dim`` (``combine`` takes the
+    later and the earlier tuple and returns the combined one)."""
+    torch = _torch()[0]
+    n, step = values[0].shape[dim], 1
+    while step < n:
+        later = combine(tuple(v.narrow(dim, step, n - step) for v in values),
+                        tuple(v.narrow(dim, 0, n - step) for v in values))
+        values = tuple(torch.cat([v.narrow(dim, 0, step), w], dim) for v, w in zip(values, later))
+        step *= 2
+    return values
+
+
+def _halve_into_range(f, e, k):
+    """``(f, e)`` with ``f * 2**e`` unchanged and ``f`` scaled by 2**-k where ``f >= 2**k``, by 2**k
+    where ``f < 2**-k`` (exact: powers of two)."""
+    torch = _torch()[0]
+    big, small = f >= 2.0 ** k, f < 2.0 ** -k
+    f = torch.where(big, f * 2.0 ** -k, torch.where(small, f * 2.0 ** k, f))
+    return f, torch.where(big, e + k, torch.where(small, e - k, e))
+
+
+def _cumprod_as_cpu(x, dim, limits):
+    """fp32 cumprod with CPU's left-to-right specials. A reassociated scan made ``[0, 1e30, 1e30, 2]``
+    ``[0, 0, nan, 0]`` (``1e30 * 1e30`` overflowed before meeting the 0), where CPU's products
+    (in double) are all 0. The product of the finite non-zero values is scanned as ``f * 2**e``
+    (``f`` in [0.5, 2), ``e`` an exact integer in fp32), so no partial product overflows; where the
+    true product leaves the accumulation range (``limits``: 2**hi, 2**lo) CPU's product became inf
+    or 0 - as at a 0 or inf value. The first of those stays (0 or inf), a NaN input or a later
+    inf (after a 0) or 0 (after an inf) makes NaN, and the sign is the parity of the negative
+    values (-0.0 included)."""
+    torch = _torch()[0]
+    hi, lo = limits
+    finite = torch.isfinite(x) & (x != 0)
+    f, e = torch.where(finite, x.abs(), torch.ones_like(x)), torch.zeros_like(x)
+    for k in (64, 64, 32, 16, 8, 4, 2, 1):
+        f, e = _halve_into_range(f, e, k)
+
+    def times(later, earlier):
+        return _halve_into_range(later[0] * earlier[0], later[1] + earlier[1], 1)
+
+    f, e = _scan((f, e), dim, times)
+
+    def cumany(b):
+        return torch.cumsum(b.to(torch.float32), dim) > 0
+
+    overflow = (e > hi) | ((e == hi) & (f >= 1))
+    underflow = (e < lo) | ((e == lo) & (f < 1))
+    zero_at, inf_at = (x == 0) | underflow, torch.isinf(x) | overflow
+    zeroed, infinite = cumany(zero_at), cumany(inf_at)
+    zero_first, inf_first = cumany(zero_at & ~infinite), cumany(inf_at & ~zeroed)
+    nan = cumany(torch.isnan(x) | (torch.isinf(x) & zero_first) | ((x == 0) & inf_first))
+    e = e.clamp(-320, 320)  # beyond: 0 or inf in fp32 whatever f is
+    for k in (64, 64, 64, 64, 32, 16, 8, 4, 2, 1):  # f * 2**e, rounded once into fp32's range
+        up, down = e >= k, e <= -k
+        f = torch.where(up, f * 2.0 ** k, torch.where(down, f * 2.0 ** -k, f))
+        e = torch.where(up, e - k, torch.where(down, e + k, e))
+    f = torch.where(zero_first, torch.zeros_like(f), torch.where(inf_first, torch.full_like(f, float("inf")), f))
+    negatives = torch.cumsum(((x < 0) | ((x == 0) & (1 / x < 0))).to(torch.float32), dim)
+    odd = negatives - 2 * torch.floor(negatives * 0.5)
+    return torch.where(nan, torch.full_like(f, float("nan")), f * (1 - 2 * odd))
 
 
 def _take(self, index):
