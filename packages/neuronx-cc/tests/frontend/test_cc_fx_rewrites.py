@@ -504,3 +504,25 @@ def test_comparisons_of_a_constant_bool_tensor(name, fill):
     x = torch.tensor([True, False, True, False, True])
     for got, want in zip(lowered(fn, x), fn(x)):
         assert torch.equal(got.reshape(want.shape), want), (got, want)
+
+
+_FLOAT32_SPREADS = [[3e38, -3e38], [3e38, 3e38], [3e38, 1e38, -2e38], [1e38] * 4, [2e19, -2e19, 1.0], [1.0, 2.0, 4.0],
+                    [0.0] * 3, [float("inf"), 1.0], [float("nan"), 1.0], [1e-40, -1e-40, 3e-41]]
+_SPREADS = {"std": lambda t: t.std(), "var": lambda t: t.var(), "std0": lambda t: t.std(0),
+            "std_c0": lambda t: t.std(correction=0), "var_mean": lambda t: torch.var_mean(t),
+            "std_mean0": lambda t: torch.std_mean(t, 0), "std_rows": lambda t: t.reshape(1, -1).expand(2, -1).std(1),
+            "var_keepdim": lambda t: t.reshape(1, -1).var(1, keepdim=True)}
+
+
+@pytest.mark.parametrize("name", sorted(_SPREADS))
+@pytest.mark.parametrize("values", _FLOAT32_SPREADS, ids=lambda v: f"{v[:2]}...{len(v)}")
+def test_float32_var_and_std_as_cpu(values, name):
+    """CPU accumulates float32 var/std in double: [2e19, -2e19, 1.0].std() is 2e19 and subnormal
+    spreads are not 0, where fp32 squares overflowed or underflowed; its one-element all-reduce
+    subtracts a float32 mean, so [1e38] * 4 has std inf there (and 0 over rows)."""
+    x = torch.tensor(values)
+    fn = _SPREADS[name]
+    want = fn(x)
+    want = want if isinstance(want, tuple) else (want,)
+    for got, expected in zip(lowered(fn, x), want):
+        assert torch.allclose(got.reshape(expected.shape), expected, rtol=1e-5, atol=1e-45, equal_nan=True), (got, expected)

@@ -36,10 +36,10 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   their operands converted to float32, and their results are converted back. Ops that lower to one
   graph op (which computes in fp32 and rounds once) or only move data keep their dtype
   (``ROUNDS_ONCE``).
-* ``var`` / ``std`` / ``var_mean`` / ``std_mean`` of float16 / bfloat16: CPU's kernel is Welford's
-  in float64 (``WelfordOps<scalar_t, double>``), so ``[1e38] * 4`` in bfloat16 has std 0.0 and
-  ``[1e38, -1e38]`` std 1.4e38; in fp32 the sum of the values and of the squared deviations
-  overflowed to inf. The values are scaled by their largest magnitude first (in fp32: two passes
+* ``var`` / ``std`` / ``var_mean`` / ``std_mean`` of float16 / bfloat16 / float32: CPU's kernel is
+  Welford's in float64 (``WelfordOps<scalar_t, double>``), so ``[1e38] * 4`` in bfloat16 has std 0.0
+  and ``[1e38, -1e38]`` std 1.4e38, float32 ``[2e19, -2e19, 1.0]`` std 2e19; in fp32 the sum of the
+  values and of the squared deviations overflowed to inf. The values are scaled by their largest magnitude first (in fp32: two passes
   over ``x / s``, each deviation at most 2), and the variance is ``var(x / s) * s * s``, the std
   ``std(x / s) * s``, the mean ``mean(x / s) * s`` - finite wherever CPU's 16-bit result is, and
   within an fp32 rounding or two of CPU's float64 value before the one 16-bit rounding.
@@ -151,6 +151,8 @@ def _rewrite(gm) -> None:
             changed |= _unfold_as_slices(gm.graph, node)
         elif node.target in variances and _of_16_bit_floats(node.args[0], halves):
             changed |= _scaled_variance(gm.graph, node)
+        elif node.target in variances and _dtype(node.args[0]) == torch.float32:
+            changed |= _scaled_variance(gm.graph, node, cpu_all_reduce=True)
         elif _rounds_per_step(node, halves):
             changed |= _reduce_as(gm.graph, node, torch.float32, halves)
     changed |= _lift_dim_ops_over_0dim(gm.graph)
@@ -452,12 +454,16 @@ def _of_16_bit_floats(x, halves) -> bool:
             and _dtype(x.args[0]) in halves)
 
 
-def _scaled_variance(graph, node) -> bool:
+def _scaled_variance(graph, node, cpu_all_reduce: bool = False) -> bool:
     """``var``/``std``/``var_mean``/``std_mean`` (``.correction``) of a 16-bit float ``x`` over ``dim``
     as CPU's float64 Welford gives it, in fp32: ``s = max(|x|)`` (at least fp32's smallest normal,
     so all-zero rows stay 0; NaN and inf make NaN, as in CPU's), ``y = x / s``, the two-pass
     variance of ``y`` divided by ``max(0, n - correction)``, scaled back by ``s`` (see the module
-    docstring). Results are rounded to the result dtype once."""
+    docstring). Results are rounded to the result dtype once.
+
+    float32 (``cpu_all_reduce``) takes the same form, and where CPU reduces a float32 var/std to
+    one element its all-reduce kernel subtracts ``x.mean()`` computed in float32: where that mean
+    overflows (``[1e38] * 4``), CPU's result is inf; so is ours."""
     import torch
 
     aten = torch.ops.aten
@@ -501,6 +507,14 @@ def _scaled_variance(graph, node) -> bool:
             spread = _call(graph, aten.mul.Tensor, (_call(graph, aten.mul.Tensor, (var_y, scale), like=node), scale),
                            like=node)
         mean_of = parts.get(1)
+        if cpu_all_reduce and mean_of is None and spread.meta["val"].numel() == 1:
+            mean_x = _call(graph, aten.abs.default, (_call(graph, aten.mean.dim, (x32, dims, keepdim), like=node),),
+                           like=node)
+            spread_x = _call(graph, aten.abs.default, (spread,), like=node)
+            overflowed = _call(graph, aten.bitwise_and.Tensor, (  # the mean is inf, the spread finite
+                _call(graph, aten.eq.Scalar, (mean_x, math.inf), like=node),
+                _call(graph, aten.lt.Scalar, (spread_x, math.inf), like=node)), like=node)
+            spread = _call(graph, aten.where.self, (overflowed, mean_x, spread), like=node)
         if mean_of is not None:
             mean = mean_y if keepdim else _call(graph, aten.view.default, (mean_y, reduced), like=node)
             mean = _call(graph, aten.mul.Tensor, (mean, scale), like=node)
