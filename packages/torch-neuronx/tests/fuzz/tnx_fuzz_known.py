@@ -129,9 +129,6 @@ KNOWN_ISSUES = [
      lambda program, mode, m: m.kind == "value" and m.step is not None and m.expected is not None
      and m.expected.dtype in (torch.float16, torch.bfloat16) and any(isinstance(v, float) and math.isfinite(v) and abs(v) > torch.finfo(m.expected.dtype).max
              for v in program["steps"][m.step].get("params", {}).values())),
-    ("fuzz-51 - numerics2: var/std of float32 values near its max overflow to inf (CPU finite; fuzz-29's float32 face)",
-     lambda program, mode, m: m.kind == "value" and _step_op(program, m) in ("var", "std") and m.got is not None and m.expected is not None
-     and m.got.shape == m.expected.shape and bool((~m.got.isfinite() & m.expected.isfinite()).any())),
     ("fuzz-28 - torchcore: compiled, an out= that is (an alias of) its own input (sum(x, 0, out=x)) is not resized or written as CPU's",
      _out_into_its_input),
 ]
