@@ -81,6 +81,9 @@ def decompositions() -> dict:
     table[aten.scatter_reduce.two] = _scatter_reduce
     table[aten.index_reduce.default] = _index_reduce
     table[aten.isinf.default] = _isinf
+    for op in (aten.index.Tensor, aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default,
+               aten._index_put_impl.default):
+        table[op] = _byte_masks_as_bool(op)
     for name, target in (("__rshift__", aten.bitwise_right_shift.Tensor), ("__lshift__", aten.bitwise_left_shift.Tensor),
                          ("bitwise_right_shift", aten.bitwise_right_shift.Tensor),
                          ("bitwise_left_shift", aten.bitwise_left_shift.Tensor)):
@@ -243,6 +246,23 @@ def _cumprod_as_cpu(x, dim, limits):
     negatives = torch.cumsum(((x < 0) | ((x == 0) & (1 / x < 0))).to(torch.float32), dim)
     odd = negatives - 2 * torch.floor(negatives * 0.5)
     return torch.where(nan, torch.full_like(f, float("nan")), f * (1 - 2 * odd))
+
+
+def _byte_masks_as_bool(op):
+    """Advanced indexing reads a uint8 index tensor as a boolean mask (CPU's kernels, with a
+    deprecation warning); torch-mlir's lowering gathers it as integer positions, and PyTorch's meta
+    kernel does not know the dtype. Called again with the masks as bool, so the op takes the path a
+    bool mask takes (its nonzero count decides the shape: eager mode runs it on CPU). Calls without
+    a uint8 index are left alone."""
+    torch = _torch()[0]
+
+    def decomposition(self, indices, *rest, **kwargs):
+        if not any(i is not None and i.dtype == torch.uint8 for i in indices):
+            return NotImplemented
+        masks = [i.to(torch.bool) if i is not None and i.dtype == torch.uint8 else i for i in indices]
+        return op(self, masks, *rest, **kwargs)
+
+    return decomposition
 
 
 def _take(self, index):
