@@ -212,3 +212,27 @@ def test_a_synchronous_fallback_grows_a_small_out_as_cpu_does():
     torch.nonzero(x.to("neuron"), out=out)
     assert out.stride() == expected.stride()
     assert_equal(out, expected)
+
+
+@pytest.mark.parametrize("shape, out_shape", [((3, 3, 3), (3, 3, 3)), ((1, 130), (1, 130)), ((4, 5), (5, 4))],
+                         ids=["3d_out_of_its_shape", "size_1_dim_130", "transposed_out"])
+def test_a_fallback_grows_an_out_past_its_storage_by_the_values_count(shape, out_shape):
+    """PyTorch's test_nonzero_astuple_out: ``nonzero(t, out=out)`` with ``out`` of t's shape needs
+    more room than ``out``'s storage (27 x 3 indices into 27 elements). The probe over zeros finds
+    no non-zeros, so only CPU's kernel over the values knows the size: "Trying to resize storage
+    that is not resizable" was raised."""
+    x = torch.randn(shape)
+    x[(0,) * len(shape)] = 0.0  # one zero: the count is not the element count
+    expected = torch.empty(out_shape, dtype=torch.long)
+    if out_shape == (5, 4):
+        expected = expected.t()
+    torch.nonzero(x, out=expected)
+    out = torch.empty(out_shape, dtype=torch.long, device="neuron")
+    if out_shape == (5, 4):
+        out = out.t()  # non-contiguous
+    returned = torch.nonzero(x.to("neuron"), out=out)
+    assert returned is out
+    assert out.shape == expected.shape == (x.numel() - 1, len(shape))
+    assert_equal(out, expected)
+    with pytest.raises(RuntimeError):  # CPU refuses as_tuple with out= too
+        torch.nonzero(x.to("neuron"), as_tuple=True, out=out)

@@ -462,7 +462,16 @@ def _run_now(op, flat, spec, device):
             raise
         _grow_as_cpu_does(op, args, kwargs, flat, written)
         cpu_flat = _cpu_values(flat)
-        result = _execute(op, cpu_flat, spec, rng)
+        try:
+            result = _execute(op, cpu_flat, spec, rng)
+        except RuntimeError as again:
+            if _NOT_RESIZABLE not in str(again):
+                raise
+            # A size the values decide (nonzero(out=) of more non-zeros than the probe's zeros
+            # gave): CPU's kernel writes CPU copies of the written tensors, which it can grow;
+            # the device tensors then take their geometry and values (_take_geometry).
+            cpu_flat = [x.clone() if any(f is t for t in written) else x for f, x in zip(flat, cpu_flat)]
+            result = _execute(op, cpu_flat, spec, rng)
     _take_geometry(written, flat, cpu_flat)
     mapped = _map_back(result, flat, cpu_flat, device)
     written += [t for t in tree_flatten(mapped)[0] if is_neuron(t)]
