@@ -399,6 +399,34 @@ def test_ops_that_round_once_lower_to_one_graph_op():
         assert len(computing) <= 1, (name, computing)
 
 
+_BY_A_NUMBER = {
+    "mul": lambda x, s: x * s,
+    "div": lambda x, s: x / s,
+    "rdiv": lambda x, s: s / x,  # reciprocal(x) * s
+    "add": lambda x, s: x + s,  # CPU's add and sub round the number to the 16-bit dtype first
+    "rsub": lambda x, s: s - x,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("number", [-3.4028234663852886e38, 0.1, 1 / 3, 3.3, 70001.0, 257, 2.0])
+@pytest.mark.parametrize("name", sorted(_BY_A_NUMBER))
+def test_16_bit_floats_by_a_number_as_cpu(name, number, dtype):
+    """fuzz-50: bfloat16 [0.5, -0.0, -6.15625] * -3.4028e38 was [-inf, nan, inf] (the number
+    rounded to bfloat16 first), CPU [-1.7014e38, 0.0, inf]; x * 0.1 was x times 0.10009765625.
+    Bit for bit as CPU."""
+    fn = _BY_A_NUMBER[name]
+    x = (torch.linspace(-7, 7, 29) ** 3).to(dtype)
+    x = torch.cat([x, torch.tensor([0.5, -0.0, -6.15625, 1e-3, 6e4], dtype=dtype)])
+    try:
+        want = fn(x, number)
+    except RuntimeError:  # the number does not fit the dtype where CPU's kernel converts it
+        pytest.skip("CPU refuses this number for this dtype")
+    got = _lowered_16_bit(lambda t: fn(t, number), x)
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16)) or torch.equal(
+        got.isnan(), want.isnan()) and torch.equal(got[~got.isnan()], want[~want.isnan()]), (got, want)
+
+
 _OUT_OF_RANGE = [-1.0, -1.5, -200.7, -300.0, 255.9, 256.0, 300.0, 2.5, -2.5, 0.5, 1e10, -1e10, 3e9, -2147483648.0,
                  float("nan"), float("inf"), float("-inf")]
 

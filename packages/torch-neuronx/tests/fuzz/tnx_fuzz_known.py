@@ -15,7 +15,6 @@ such graphs op by op).
 
 from __future__ import annotations
 
-import math
 import re
 
 import torch
@@ -124,11 +123,6 @@ KNOWN_ISSUES = [
      "converted to type int8_t without overflow')",
      lambda program, mode, m: mode == "compile" and m.kind == "missing error" and "without overflow" in m.message
      and (_step_op(program, m) or "").startswith("masked_fill")),
-    ("fuzz-50 - numerics2: a Python number in an op of a 16-bit float tensor is rounded to that dtype first (bf16 * -3.4028e38: "
-     "the number becomes -inf; CPU keeps it in fp32)",
-     lambda program, mode, m: m.kind == "value" and m.step is not None and m.expected is not None
-     and m.expected.dtype in (torch.float16, torch.bfloat16) and any(isinstance(v, float) and math.isfinite(v) and abs(v) > torch.finfo(m.expected.dtype).max
-             for v in program["steps"][m.step].get("params", {}).values())),
     ("fuzz-28 - torchcore: compiled, an out= that is (an alias of) its own input (sum(x, 0, out=x)) is not resized or written as CPU's",
      _out_into_its_input),
 ]

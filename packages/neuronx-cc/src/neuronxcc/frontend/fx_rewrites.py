@@ -36,6 +36,12 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   their operands converted to float32, and their results are converted back. Ops that lower to one
   graph op (which computes in fp32 and rounds once) or only move data keep their dtype
   (``ROUNDS_ONCE``).
+* a number multiplying or dividing a float16 / bfloat16 tensor (``x * 0.1``, ``x / 3.3``):
+  torch-mlir converts the number to the tensor's dtype first (bf16 * -3.4028e38 multiplied by
+  -inf, ``x * 0.1`` by 0.10009765625), where CPU's mul and div kernels take it as a float (their
+  "opmath" type) and round the result once. (CPU's add, sub and pow do round the number to the
+  16-bit dtype first, as torch-mlir does.) When the number is not exact in the 16-bit dtype, the
+  op computes over its operands converted to float32 and its result is converted back.
 * ``var`` / ``std`` / ``var_mean`` / ``std_mean`` of float16 / bfloat16 / float32: CPU's kernel is
   Welford's in float64 (``WelfordOps<scalar_t, double>``), so ``[1e38] * 4`` in bfloat16 has std 0.0
   and ``[1e38, -1e38]`` std 1.4e38, float32 ``[2e19, -2e19, 1.0]`` std 2e19; in fp32 the sum of the
@@ -88,6 +94,8 @@ ROUNDS_ONCE = frozenset({
     "where"})
 _COMPUTED_IN_FP32 = frozenset({"_softmax", "_log_softmax", "mean", "var", "std", "var_mean", "std_mean", "logsumexp",
                                "native_layer_norm", "norm", "linalg_vector_norm"})
+# ATen ops (overload packets) whose numbers CPU computes with in fp32 for 16-bit float tensors.
+_NUMBERS_IN_OPMATH = frozenset({"mul", "div"})
 _HALF_NAMES = ("float16", "bfloat16")
 _UNSIGNED_NAMES = ("uint8", "uint16", "uint32", "uint64")
 
@@ -153,7 +161,7 @@ def _rewrite(gm) -> None:
             changed |= _scaled_variance(gm.graph, node)
         elif node.target in variances and _dtype(node.args[0]) == torch.float32:
             changed |= _scaled_variance(gm.graph, node, cpu_all_reduce=True)
-        elif _rounds_per_step(node, halves):
+        elif _rounds_per_step(node, halves) or _number_rounded_first(node, halves):
             changed |= _reduce_as(gm.graph, node, torch.float32, halves)
     changed |= _lift_dim_ops_over_0dim(gm.graph)
     changed |= _index_select_over_size_1_dims(gm.graph)  # also those the lift made
@@ -408,6 +416,32 @@ def _rounds_per_step(node, halves) -> bool:
     operands = [a.meta.get("val") for a in node.all_input_nodes]
     return (any(getattr(r, "dtype", None) in halves for r in results)
             and all(v.dtype in halves for v in operands if isinstance(v, torch.Tensor) and v.dtype.is_floating_point))
+
+
+def _number_rounded_first(node, halves) -> bool:
+    """Whether ``node`` is arithmetic of a 16-bit float tensor with a number that the 16-bit dtype
+    does not hold exactly (torch-mlir would round the number to it before computing)."""
+    import torch
+
+    target = node.target
+    if (not isinstance(target, torch._ops.OpOverload) or target.overloadpacket.__name__ not in _NUMBERS_IN_OPMATH
+            or target._schema.is_mutable):
+        return False
+    dtype = _dtype(node)
+    if dtype not in halves:
+        return False
+    numbers = [a for a in (*node.args, *node.kwargs.values()) if isinstance(a, (int, float)) and not isinstance(a, bool)]
+    return any(not _holds_exactly(dtype, v) for v in numbers)
+
+
+def _holds_exactly(dtype, number) -> bool:
+    import torch
+
+    try:
+        value = float(number)
+    except OverflowError:  # an int past float64's range
+        return False
+    return math.isnan(value) or torch.tensor(value, dtype=torch.float64).to(dtype).item() == value
 
 
 def _reduce_as(graph, node, dtype, sources=None) -> bool:
