@@ -3,11 +3,9 @@ current stream as a CPU-fallback launch; shapes come from meta kernels at submis
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
-from tnx_helpers import assert_close_to_cpu, assert_equal, held_stream, run_python, torch_neuronx_runtime
+from tnx_helpers import assert_close_to_cpu, assert_equal, held_stream, torch_neuronx_runtime
 from torch_neuronx.ops import costs
 
 pytestmark = pytest.mark.usefixtures("fallback_only")  # compiled ops would take these calls
@@ -118,34 +116,18 @@ def test_ops_whose_cpu_outputs_differ_from_meta_run_synchronously():
         assert_equal(actual, expected)
 
 
-_ATTENTION_IS_QUEUED = f"""
-import sys
-sys.path.insert(0, {os.path.dirname(os.path.dirname(__file__))!r})
-import torch
-import torch.nn.functional as F
-from tnx_helpers import gate_stream
-qd = torch.randn(2, 4, 16, 8, device="neuron")
-# Compiled first: on a loaded machine compiling the math path's ops can outlast the gate's bound,
-# after which the released stream would drain and the check below could not tell queued from run.
-F.scaled_dot_product_attention(qd, qd, qd, is_causal=True)
-torch.neuron.synchronize()
-gate = gate_stream(bound_s=60)
-y = F.scaled_dot_product_attention(qd, qd, qd, is_causal=True)
-print("queued" if not torch.neuron.current_stream().query() else "ran at the call")
-gate.set()
-"""
-
-
 def test_attention_matches_cpu_and_is_async_without_dropout():
     import torch.nn.functional as F
 
-    # In a fresh interpreter: in a whole-suite run an earlier test leaves one of the math path's
-    # ops running synchronously (a process-wide memo in ops/fallback, BOARD: next session's item),
-    # which would wait here for the held stream.
-    assert run_python(_ATTENTION_IS_QUEUED, timeout=300).stdout.split()[-1] == "queued"  # no random draws to order
     q = torch.randn(2, 4, 16, 8)
     qd = q.to("neuron")
-    y = F.scaled_dot_product_attention(qd, qd, qd, is_causal=True)
+    F.scaled_dot_product_attention(qd, qd, qd, is_causal=True)  # whatever runs once per process, before the hold
+    torch.neuron.synchronize()
+    with held_stream():
+        # No random draws to order, and the math path's add(a, mask, out=a) and where(..., out=a)
+        # write the very tensor they read: none of its ops waits for the held stream.
+        y = F.scaled_dot_product_attention(qd, qd, qd, is_causal=True)
+        assert not torch.neuron.current_stream().query()
     # neuron takes attention's math path (its matmuls and softmax compile for the NeuronCore).
     assert_close_to_cpu(y, F.scaled_dot_product_attention(q, q, q, is_causal=True))
     torch.manual_seed(0)
@@ -155,6 +137,36 @@ def test_attention_matches_cpu_and_is_async_without_dropout():
     _, mask = torch.ops.aten.native_dropout(torch.ones(2, 4, 16, 16, device="neuron"), 0.5, True)
     weights = torch.softmax(q @ q.transpose(-2, -1) / 8**0.5, dim=-1)
     assert_close_to_cpu(a, (weights * mask.cpu() * 2.0) @ q)
+
+
+def test_an_out_that_is_its_own_input_elementwise_is_queued():
+    a = torch.ones(3, 4, device="neuron")
+    b = torch.arange(4.0, device="neuron")
+    torch.neuron.synchronize()
+    with held_stream():
+        torch.add(a, b, out=a)  # the same elements read and written: no CPU check to wait for
+        torch.where(a > 2, a, a.new_zeros(()), out=a)
+        assert not torch.neuron.current_stream().query()
+    assert_equal(a, torch.tensor([[0.0, 0.0, 3.0, 4.0]] * 3))
+
+
+def test_a_call_cpu_refuses_leaves_later_calls_of_the_op_queued():
+    # A meta kernel that refuses one call's arguments says nothing of the op: the call raises
+    # CPU's error at the call, and later good calls are queued as before.
+    x = torch.ones(2, 3, device="neuron")
+    with pytest.raises(RuntimeError) as cpu_error:
+        torch.ops.aten._softmax(torch.ones(2, 3), 1, True)
+    with pytest.raises(RuntimeError, match=str(cpu_error.value).splitlines()[0][:40]):
+        torch.ops.aten._softmax(x, 1, True)  # half_to_float of a float tensor (the meta kernel: AssertionError)
+    with pytest.raises(RuntimeError, match="must have same reduction dim|cannot be multiplied"):
+        torch.mm(x, x)
+    torch.neuron.synchronize()
+    with held_stream():
+        y = torch.ops.aten._softmax(x, 1, False)
+        z = torch.mm(x, x.t())
+        assert not torch.neuron.current_stream().query()
+    assert_close_to_cpu(y, torch.softmax(torch.ones(2, 3), 1))
+    assert_equal(z, torch.full((2, 2), 3.0))
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.bool], ids=str)

@@ -24,7 +24,7 @@ from .generators import HostRng, generator_for
 from .host import is_neuron
 from .schema import OVERWRITES_SELF, arguments_by_name, mutated_arguments
 
-NOT_META: set = set()  # ops whose meta kernel is missing or data-dependent: run synchronously
+NOT_META: set = set()  # ops with no meta kernel, or whose meta kernel returns non-tensors: run synchronously
 # Ops that return host values or data-dependent shapes, known up front.
 SYNC_OPS = {
     "aten::_local_scalar_dense", "aten::nonzero", "aten::nonzero_static", "aten::masked_select", "aten::unique",
@@ -187,28 +187,27 @@ def _fallback(op, args, kwargs, at_once: bool):
         # running at once keeps the CPU default generator's swap, for ops that draw from it, on
         # this thread).
         return _run_now(op, flat, spec, device)
-    if writes_overlapping_memory(op, args, kwargs):
-        # A written tensor whose elements share memory (an expanded view), or that overlaps what
-        # the op reads: CPU's kernel decides, at the call - fill_ writes an expanded view, an
-        # arithmetic op raises, cat(out=) of its own input raises.
-        return _run_now(op, flat, spec, device)
     try:
         meta_flat = [_to_meta_value(x) for x in flat]
         meta_args, meta_kwargs = tree_unflatten(meta_flat, spec)
         meta_out = op(*meta_args, **meta_kwargs)
-    except (NotImplementedError, RuntimeError, IndexError, ValueError) as err:
-        if _is_shape_error(err):
-            # The op's own argument checks: report them now, like any device would - with CPU's
-            # error, which checks in another order (argmax of an empty bool tensor: dtype first).
-            return _run_now(op, flat, spec, device)
-        # A meta kernel that cannot run for *these* arguments (index with a boolean mask calls
-        # nonzero) says nothing about other calls: remembering it made every later x[int_index]
-        # synchronous after one x[mask].
-        if "data-independent" not in str(err) and "data-dependent" not in str(err):
+    except Exception as err:  # noqa: BLE001 - the meta kernel refuses (AssertionError too): CPU's error, at the call
+        # CPU's error, not the meta kernel's: CPU checks in another order (argmax of an empty bool
+        # tensor: dtype first). Only a missing meta kernel is a fact of the op; a meta kernel that
+        # refuses or cannot run *these* arguments (index with a boolean mask calls nonzero) says
+        # nothing about other calls: remembering it made every later call of the op run
+        # synchronously, waiting for whatever the stream held.
+        if _meta_kernel_missing(err):
             NOT_META.add(op)
         return _run_now(op, flat, spec, device)
     if _has_non_tensor(meta_out):
         NOT_META.add(op)
+        return _run_now(op, flat, spec, device)
+    if writes_overlapping_memory(op, args, kwargs, arguments_by_name(op, meta_args, meta_kwargs)):
+        # A written tensor whose elements share memory (an expanded view), or that overlaps what
+        # the op reads other than as the same elements: CPU's kernel decides, at the call -
+        # fill_ writes an expanded view, an arithmetic op raises, cat(out=) of its own input
+        # raises. (add(a, b, out=a) - attention's math path - stays queued.)
         return _run_now(op, flat, spec, device)
     layouts = None
     if any(is_neuron(x) and m.shape != x.shape for x, m in zip(flat, meta_flat)):
@@ -223,26 +222,31 @@ def _fallback(op, args, kwargs, at_once: bool):
     return _run_async(op, flat, spec, device, as_cpu_kernel_returns(op, args, kwargs, meta_out), layouts)
 
 
-def writes_overlapping_memory(op, args, kwargs) -> bool:
+def writes_overlapping_memory(op, args, kwargs, meta_by_name: dict) -> bool:
     """Whether ``op`` writes a neuron tensor some of whose elements share memory, or memory that
-    also holds one of its inputs other than plain in-place (``overlap.cpu_decides``)."""
+    also holds one of its inputs other than plain in-place (``overlap.cpu_decides``, given the
+    shapes the meta kernel gave the written tensors: ``meta_by_name``, the meta call's
+    arguments by name)."""
     written = mutated_arguments(op)
     if not written:
         return False
     by_name = arguments_by_name(op, args, kwargs)
-    targets = []
+    targets, result_shapes = [], []
     for name in written:
-        value = by_name.get(name)
-        for t in value if isinstance(value, (list, tuple)) else (value,):
+        value, meta = by_name.get(name), meta_by_name.get(name)
+        metas = meta if isinstance(meta, (list, tuple)) else (meta,)
+        for i, t in enumerate(value if isinstance(value, (list, tuple)) else (value,)):
             if is_neuron(t):
                 if torch._debug_has_internal_overlap(t) == 1:
                     return True
                 targets.append(t)
+                result_shapes.append(tuple(metas[i].shape) if i < len(metas) and isinstance(metas[i], torch.Tensor)
+                                     else tuple(t.shape))
     if not targets:
         return False
     inputs = [x for name, value in by_name.items() if name not in written or _op_name(op).endswith("_")
               for x in (value if isinstance(value, (list, tuple)) else (value,)) if is_neuron(x)]
-    return overlap.cpu_decides(_op_name(op), _op_name(op).endswith("_"), targets, inputs)
+    return overlap.cpu_decides(_op_name(op), _op_name(op).endswith("_"), targets, inputs, result_shapes)
 
 
 def as_cpu_kernel_returns(op, args, kwargs, meta_out):
@@ -296,9 +300,11 @@ _NORM_OPS = {"aten::native_layer_norm", "aten::native_group_norm", "aten::native
              "aten::_native_batch_norm_legit_functional", "aten::_native_batch_norm_legit_no_training"}
 
 
-def _is_shape_error(err: Exception) -> bool:
+def _meta_kernel_missing(err: Exception) -> bool:
+    """Whether ``err`` says the op has no meta kernel (the dispatcher's "Could not run ... 'Meta'
+    backend", a NotImplementedError), as opposed to one call's arguments or data."""
     text = str(err)
-    return not isinstance(err, NotImplementedError) and "Meta" not in text and "meta" not in text
+    return isinstance(err, NotImplementedError) and "data-independent" not in text and "data-dependent" not in text
 
 
 def _has_non_tensor(out) -> bool:
