@@ -45,7 +45,10 @@ print(json.dumps(result))
 def run_ops(cache_dir, *ops: str, pythonpath: str | None = None, env: dict | None = None) -> dict:
     env = {"TORCH_NEURONX_NEFF_CACHE_DIR": str(cache_dir), **(env or {})}
     if pythonpath is not None:
-        env["PYTHONPATH"] = pythonpath
+        # Ahead of the sources under test, not instead of them: without them the other packages
+        # came from wherever the venv installs them, a different checkout whose fingerprints
+        # missed the cache whatever the copy held.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, os.environ.get("PYTHONPATH")) if p)
     code = f"import sys; sys.argv[1:] = {list(ops)!r}\n" + RUN_OPS
     return json.loads(run_python(code, env, timeout=300).stdout.strip().splitlines()[-1])
 
