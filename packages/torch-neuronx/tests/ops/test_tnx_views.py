@@ -114,3 +114,32 @@ def test_arithmetic_into_a_view_whose_elements_share_memory_raises_cpus_error_at
         with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single memory location"):
             t.expand(4, 3).add_(1)
     torch.neuron.synchronize()  # nothing was left queued to fail later
+
+
+
+# (name, shape and dtype of the base, the view of it): 0-d, transposed, offset and size-1 complex
+# tensors, as PyTorch's test_view_as_real / test_real_imag_view / test_flip (complex) make them.
+COMPLEX_CASES = [
+    ("0d", (4, 130), torch.cfloat, lambda b: b[1, 2]),
+    ("transposed", (4, 130), torch.cfloat, lambda b: b.t()),
+    ("offset_columns", (4, 130), torch.cfloat, lambda b: b[:, 3:7]),
+    ("size_1_dim", (4, 130), torch.cfloat, lambda b: b[2:3, ::3]),
+    ("complex128_0d", (3, 5), torch.cdouble, lambda b: b[2, 4]),
+]
+
+
+@pytest.mark.parametrize("name, shape, dtype, take", COMPLEX_CASES, ids=[c[0] for c in COMPLEX_CASES])
+def test_real_views_of_complex_tensors_are_cpus_views(name, shape, dtype, take):
+    """view_as_real / .real / .imag of a 0-d or non-contiguous complex tensor raised "self.dim()
+    cannot be 0" or "self.stride(-1) must be 1 to view ComplexFloat as Float" on neuron; CPU gives
+    views. They are views here too: same geometry, same values, writes reach the complex tensor."""
+    base = torch.randn(shape, dtype=dtype)
+    cpu, dev = take(base), take(base.to("neuron"))
+    for view in (torch.view_as_real, lambda t: t.real, lambda t: t.imag):
+        expected, got = view(cpu), view(dev)
+        assert got.shape == expected.shape and got.stride() == expected.stride()
+        assert got.storage_offset() == expected.storage_offset()
+        assert torch.equal(got.cpu(), expected)
+    torch.view_as_real(dev).mul_(2)  # through the view
+    assert torch.equal(dev.cpu(), cpu * 2)
+    assert torch.equal(torch.view_as_complex(torch.view_as_real(dev)).cpu(), cpu * 2)

@@ -568,7 +568,12 @@ def _map_back(result, flat, cpu_flat, device):
         base = bases.get(o.untyped_storage().data_ptr()) if o.untyped_storage().nbytes() else None
         if base is not None:  # a view of an input (possibly reinterpreted, e.g. view_as_real)
             if base.dtype != o.dtype:
-                base = torch.ops.aten.view.dtype(base, o.dtype)
+                # Reinterpreted as the whole storage, 1-d and contiguous: view(dtype) of the input
+                # itself refuses what the CPU view allows (view_as_real of a 0-d or transposed
+                # complex tensor: "self.dim() cannot be 0", "self.stride(-1) must be 1").
+                whole = torch.ops.aten.as_strided.default(
+                    base, (base.untyped_storage().nbytes() // base.element_size(),), (1,), 0)
+                base = torch.ops.aten.view.dtype(whole, o.dtype)
             return torch.ops.aten.as_strided.default(base, o.shape, o.stride(), o.storage_offset())
         out = torch.empty_strided(o.size(), _dense_strides(o), dtype=o.dtype, device=device)
         host_view(out).copy_(o)
