@@ -427,6 +427,23 @@ def test_16_bit_floats_by_a_number_as_cpu(name, number, dtype):
         got.isnan(), want.isnan()) and torch.equal(got[~got.isnan()], want[~want.isnan()]), (got, want)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("fn", [lambda x: x[0].prod(), lambda x: x[:, :2].prod(), lambda x: x.prod(0), lambda x: x.prod(-1, keepdim=True),
+                                lambda x: x.prod(1), lambda x: x[0, :, 0].prod()],
+                         ids=["all", "all_of_a_view", "dim0", "last_keepdim", "dim1", "fuzz_row"])
+def test_16_bit_prod_rounds_each_product_as_cpu(fn, dtype):
+    """fuzz-48: float16 [60800, 11088, 18864, 0, 60800].prod() was 0 (the product in fp32, rounded
+    once); CPU's kernel rounds each product: 60800 * 11088 = inf, inf * 0 = NaN. Bit for bit (fewer
+    than 64 elements: CPU reduces longer contiguous rows in vector lanes)."""
+    torch.manual_seed(0)
+    x = (torch.rand(3, 6, 5) * 0.5 + 0.75).to(dtype)
+    x[0, :, 0] = torch.tensor([60800, 11088, 18864, 0, 60800, 1.0], dtype=dtype)
+    want = fn(x)
+    got = _lowered_16_bit(fn, x)
+    assert got.shape == want.shape
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[~got.isnan()], want[~want.isnan()]), (got, want)
+
+
 _OUT_OF_RANGE = [-1.0, -1.5, -200.7, -300.0, 255.9, 256.0, 300.0, 2.5, -2.5, 0.5, 1e10, -1e10, 3e9, -2147483648.0,
                  float("nan"), float("inf"), float("-inf")]
 

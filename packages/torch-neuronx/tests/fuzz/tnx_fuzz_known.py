@@ -114,11 +114,6 @@ KNOWN_ISSUES = [
      and bool(re.search(r"bitwise (or|and)-reduction of uint8 \(logical reductions of i1 only\)", m.message))),
     ("fuzz-47 - numerics2: torch.compile of x ^ <Python number> raises NeuronCompileError (aten.bitwise_xor.Scalar has no lowering)",
      lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and "cannot compile 'aten.bitwise_xor.Scalar'" in m.message),
-    ("fuzz-48 - numerics2: prod of float16/bfloat16 multiplies in fp32 (the exact 0 of [60800, 11088, 18864, 0]); CPU rounds each "
-     "step to the 16-bit dtype (inf * 0 = NaN)",
-     lambda program, mode, m: m.kind == "value" and _step_op(program, m) in ("prod", "prod_dim") and m.got is not None
-     and m.expected is not None and m.expected.dtype in (torch.float16, torch.bfloat16) and m.got.shape == m.expected.shape
-     and bool((~m.expected.isfinite() & m.got.isfinite()).any())),
     ("fuzz-49 - numerics2: torch.compile of masked_fill with a value its dtype cannot hold raises nothing (CPU: 'value cannot be "
      "converted to type int8_t without overflow')",
      lambda program, mode, m: mode == "compile" and m.kind == "missing error" and "without overflow" in m.message

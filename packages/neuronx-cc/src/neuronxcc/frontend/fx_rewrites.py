@@ -42,6 +42,11 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   "opmath" type) and round the result once. (CPU's add, sub and pow do round the number to the
   16-bit dtype first, as torch-mlir does.) When the number is not exact in the 16-bit dtype, the
   op computes over its operands converted to float32 and its result is converted back.
+* ``prod`` of float16 / bfloat16: CPU's kernel multiplies in index order and rounds each product
+  to the 16-bit dtype (``[60800, 11088, 18864, 0]`` in float16 is NaN: 60800 * 11088 = inf, inf * 0
+  = NaN); the graph's one reduction rounded once (0). Over fewer than ``SEQUENTIAL_PROD_MAX``
+  elements it is written out as those multiplies. (CPU splits a longer contiguous row over the
+  lanes of its vector unit, an order that depends on the host's SIMD width: not modeled.)
 * ``var`` / ``std`` / ``var_mean`` / ``std_mean`` of float16 / bfloat16 / float32: CPU's kernel is
   Welford's in float64 (``WelfordOps<scalar_t, double>``), so ``[1e38] * 4`` in bfloat16 has std 0.0
   and ``[1e38, -1e38]`` std 1.4e38, float32 ``[2e19, -2e19, 1.0]`` std 2e19; in fp32 the sum of the
@@ -96,6 +101,9 @@ _COMPUTED_IN_FP32 = frozenset({"_softmax", "_log_softmax", "mean", "var", "std",
                                "native_layer_norm", "norm", "linalg_vector_norm"})
 # ATen ops (overload packets) whose numbers CPU computes with in fp32 for 16-bit float tensors.
 _NUMBERS_IN_OPMATH = frozenset({"mul", "div"})
+# CPU's reduction kernels reduce a contiguous row of 4 vectors or more lane by lane (AVX2: 4 x 16
+# 16-bit floats); below that, and along any other dim, in index order.
+SEQUENTIAL_PROD_MAX = 64
 _HALF_NAMES = ("float16", "bfloat16")
 _UNSIGNED_NAMES = ("uint8", "uint16", "uint32", "uint64")
 
@@ -161,6 +169,8 @@ def _rewrite(gm) -> None:
             changed |= _scaled_variance(gm.graph, node)
         elif node.target in variances and _dtype(node.args[0]) == torch.float32:
             changed |= _scaled_variance(gm.graph, node, cpu_all_reduce=True)
+        elif node.target in (aten.prod.default, aten.prod.dim_int) and _dtype(node) in halves:
+            changed |= _prod_rounding_each_product(gm.graph, node)
         elif _rounds_per_step(node, halves) or _number_rounded_first(node, halves):
             changed |= _reduce_as(gm.graph, node, torch.float32, halves)
     changed |= _lift_dim_ops_over_0dim(gm.graph)
@@ -416,6 +426,31 @@ def _rounds_per_step(node, halves) -> bool:
     operands = [a.meta.get("val") for a in node.all_input_nodes]
     return (any(getattr(r, "dtype", None) in halves for r in results)
             and all(v.dtype in halves for v in operands if isinstance(v, torch.Tensor) and v.dtype.is_floating_point))
+
+
+def _prod_rounding_each_product(graph, node) -> bool:
+    """A 16-bit ``prod`` as CPU's kernel computes it: ``acc = round(acc * x[i])`` in index order."""
+    import torch
+
+    aten = torch.ops.aten
+    x = node.args[0]
+    if _dtype(x) != _dtype(node) or x.meta["val"].dim() == 0:
+        return False
+    full = node.target is aten.prod.default
+    dim = 0 if full else node.args[1] % x.meta["val"].dim()
+    keepdim = False if full else _arg(node, 2, "keepdim", False)
+    n = x.meta["val"].numel() if full else x.meta["val"].shape[dim]
+    if not 0 < n < SEQUENTIAL_PROD_MAX:
+        return False
+    with graph.inserting_before(node):
+        if full:
+            x = _call(graph, aten.reshape.default, (x, [n]), like=node)
+        acc = _call(graph, aten.select.int, (x, dim, 0), like=node)
+        for i in range(1, n):
+            acc = _call(graph, aten.mul.Tensor, (acc, _call(graph, aten.select.int, (x, dim, i), like=node)), like=node)
+        if keepdim:
+            acc = _call(graph, aten.unsqueeze.default, (acc, dim), like=node)
+    return _replace(graph, node, acc)
 
 
 def _number_rounded_first(node, halves) -> bool:
