@@ -57,3 +57,52 @@ def test_draws_of_odd_shapes_are_the_hosts(shape):
     x = torch.randn(shape)
     out, mask = torch.ops.neuron_rng.dropout(x.to("neuron"), key.to("neuron"), 0.4)
     assert torch.equal(mask.cpu(), torch.ops.neuron_rng.dropout(x, key, 0.4)[1])  # the mask bit for bit
+
+
+# Probabilities at the edges of the threshold: 0, 1, NaN, out of range, float32's rounding of p
+# (1 - 2**-25 rounds to 1.0, 1 - 2**-24 is the largest draw), below a draw's resolution (2**-24).
+_PROBABILITIES = [0.0, 1.0, -0.1, 1.5, float("nan"), 0.1, 0.25, 0.5, 0.9, 1 / 3, 2 / 3, 0.123456789, 1e-7,
+                  2**-24, 2**-25, 3 * 2**-26, 1e-9, 1e-30, 5e-324, 1 - 2**-24, 1 - 2**-25, 1 - 2**-26, 1 - 1e-9]
+
+
+def _words_around(p: float, seed: int) -> torch.Tensor:
+    """Random words (as int32) and every word whose top 24 bits are within 300 of p's threshold,
+    with random low bits: where the float and the integer compares could disagree."""
+    g = torch.Generator().manual_seed(seed)
+    f = torch.tensor(p if p == p else 0.0, dtype=torch.float32).clamp(0, 1).item()
+    k = torch.arange(-300, 301, dtype=torch.int64) + int(f * 2**24)
+    k = k[(k >= 0) & (k < 2**24)]
+    near = (k << 8) | torch.randint(0, 256, k.shape, generator=g)
+    edges = torch.tensor([0, 255, 2**31 - 1, 2**31, 2**32 - 256, 2**32 - 1], dtype=torch.int64)
+    anywhere = torch.randint(0, 2**32, (4096,), generator=g, dtype=torch.int64)
+    w = torch.cat([near, edges, anywhere])
+    return torch.where(w >= 2**31, w - 2**32, w).to(torch.int32)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_word_threshold_is_the_float_compare(seed):
+    """unit_below(w, p) (one unsigned compare of the word) keeps exactly the words the float
+    compare unit_open_right(w) < p keeps, for every p (torch rounds p to float32 first)."""
+    for p in _PROBABILITIES:
+        w = _words_around(p, seed)
+        assert torch.equal(philox.unit_below(w, p), philox.unit_open_right(w) < p), p
+
+
+def test_the_word_threshold_over_every_draw_value():
+    """All 2**24 values a draw's top bits take, for the probabilities dropout and bernoulli use."""
+    w = torch.arange(2**24, dtype=torch.int64) << 8 | 0x5A
+    w = torch.where(w >= 2**31, w - 2**32, w).to(torch.int32)
+    for p in (0.0, 0.1, 0.9, 1 - 2**-24, 2**-24, 1.0):
+        assert torch.equal(philox.unit_below(w, p), philox.unit_open_right(w) < p), p
+
+
+@pytest.mark.parametrize("p", [0.0, 1e-30, 2**-24, 0.1, 0.5, 1 - 2**-24, 1.0])
+def test_device_masks_are_the_float_compares(p):
+    """The device's dropout and bernoulli masks are the host's float compares of the same words."""
+    key = torch.tensor(philox.key_words(2**40 + 3, 17), dtype=torch.int32)
+    u = philox.unit_open_right(philox.words(key, 4099))
+    x = torch.randn(4099)
+    _, mask = torch.ops.neuron_rng.dropout(x.to("neuron"), key.to("neuron"), p)
+    assert torch.equal(mask.cpu(), u < 1.0 - p)
+    drawn = torch.ops.neuron_rng.bernoulli.float(torch.empty(4099, device="neuron"), key.to("neuron"), p)
+    assert torch.equal(drawn.cpu(), (u < p).float())

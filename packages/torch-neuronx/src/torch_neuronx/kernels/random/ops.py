@@ -41,7 +41,7 @@ def _normal(key, n, mean, std):
 
 
 def _bernoulli(key, n, p):
-    return (philox.unit_open_right(_words(key, n)) < p).to(torch.float32)
+    return philox.unit_below(_words(key, n), p).to(torch.float32)
 
 
 def _random(key, n, low, bound):
@@ -95,7 +95,7 @@ def _bernoulli_tensor(self, key, p):
 
 def _dropout(input, key, p):
     """CPU's native_dropout: keep with probability 1 - p, scale the kept by 1 / (1 - p)."""
-    keep = philox.unit_open_right(_words(key, input.numel())).reshape(input.shape) < 1.0 - p
+    keep = philox.unit_below(_words(key, input.numel()), 1.0 - p).reshape(input.shape)
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
     return input * keep.to(input.dtype) * scale, keep
 

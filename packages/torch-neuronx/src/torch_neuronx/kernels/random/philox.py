@@ -17,6 +17,7 @@ makes, and draws at different offsets never share a block.
 from __future__ import annotations
 
 import math
+import struct
 
 import torch
 
@@ -25,6 +26,7 @@ _W0, _W1 = 0x9E3779B9, 0xBB67AE85  # Weyl key increments
 _ROUNDS = 10
 _LOW16 = 0xFFFF
 _TWO_POW_MINUS_24 = 2.0**-24
+_SIGN_BIT = -(2**31)  # int32 bits 0x80000000
 
 
 def as_int32(value: int) -> int:
@@ -81,6 +83,27 @@ def words(key: torch.Tensor, count: int) -> torch.Tensor:
 def unit_open_right(w: torch.Tensor) -> torch.Tensor:
     """float32 in [0, 1): the top 24 bits of each word, exactly representable."""
     return shift_right(w, 8).to(torch.float32) * _TWO_POW_MINUS_24
+
+
+def unit_below(w: torch.Tensor, p: float) -> torch.Tensor:
+    """``unit_open_right(w) < p`` (bools, the same ones) as one unsigned compare of the words with a
+    threshold, not a shift, a mask, a conversion, a multiply and a float compare per word. torch
+    compares a float32 tensor with float32(p), and ``k * 2**-24 < f`` for the integer ``k = w >> 8``
+    holds exactly when ``k < ceil(f * 2**24)``, i.e. when the word (unsigned) is below
+    ``T = ceil(f * 2**24) * 256``. The unsigned compare is the signed one of the words with their
+    sign bit flipped (``w + 2**31``, wrapping) against ``T - 2**31``: two int32 ops, exact on the
+    device's integer ALU (torch has no uint32 compare on CPU, where a fallback runs this)."""
+    if not p > 0.0:  # 0, negative or NaN: no word is below
+        threshold = 0
+    elif p >= 1.0:
+        threshold = 2**32
+    else:
+        f = struct.unpack("f", struct.pack("f", p))[0]  # float32(p), rounded to nearest as torch rounds it
+        threshold = math.ceil(f * 2.0**24) * 256  # f * 2**24 is exact in a Python float
+    flipped = w + _SIGN_BIT  # the sign bit flipped: adding 2**31 wraps as xor-ing it (one int32 add)
+    if threshold == 2**32:  # every word: T - 2**31 is past int32, the compare is ``<=`` its largest
+        return flipped <= 2**31 - 1
+    return flipped < threshold - 2**31
 
 
 def unit_open_left(w: torch.Tensor) -> torch.Tensor:
