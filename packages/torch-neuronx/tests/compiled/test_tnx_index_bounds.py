@@ -84,3 +84,24 @@ def test_an_index_past_a_size_1_dim_raises(name, fn, x, mode, index):
     assert isinstance(original, IndexError if mode == "compile" else type(cpu.value)), (original, cpu.value)
     torch.neuron.synchronize()  # the error was delivered: the device works again
     assert torch.equal(_on_device(fn, mode, x, torch.tensor([0])), fn(x, torch.tensor([0])))
+
+
+NEGATIVE_INDEX_PUTS = [
+    ("accumulate_duplicates", lambda x, i: x.index_put((i,), x.new_ones(4, 130), accumulate=True), torch.zeros(5, 130)),
+    ("assign", lambda x, i: x.index_put((i,), x.new_full((4, 1), 2.0)), torch.zeros(5, 1)),
+    ("two_dims", lambda x, i: x.index_put((i, i.flip(0) % 3 - 3), x.new_tensor([0., 1., 2., 3.])), torch.zeros(5, 3)),
+    ("non_contiguous", lambda x, i: x.t().index_put((i.new_tensor([-1]), i), x.new_tensor(3.0),
+                                                      accumulate=True), torch.zeros(5, 2)),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name, fn, x", NEGATIVE_INDEX_PUTS, ids=[n for n, *_ in NEGATIVE_INDEX_PUTS])
+def test_negative_indices_of_index_put_count_from_the_end(name, fn, x, mode):
+    """PyTorch's test_index_put_accumulate_duplicate_indices: eager ``_index_put_impl_`` (the
+    functional ``_index_put_impl`` it traces to) gathered -1 as it was: an out-of-bounds error at
+    the sync. Wrapped by the dim's size, as CPU and ``index_put`` do; repeated ones accumulate."""
+    i = torch.tensor([-1, 0, -5, -1])
+    expected = fn(x, i)
+    got = _on_device(fn, mode, x, i)
+    assert got.shape == expected.shape and torch.equal(got, expected)

@@ -145,7 +145,7 @@ def _rewrite(gm) -> None:
         elif node.target in (aten.index_put.default, aten._unsafe_index_put.default) and not _arg(node, 1, "indices"):
             raise UnsupportedOp(str(node.target), "an empty index list (torch-mlir crashes on it; CPU rejects it)",
                                 location=node_location(node))
-        elif node.target in (aten.index.Tensor, aten.index_put.default):
+        elif node.target in (aten.index.Tensor, aten.index_put.default, aten._index_put_impl.default):
             changed |= _wrap_negative_indices(gm.graph, node)
         elif node.target in bool_reductions and _dtype(node.args[0]) == torch.bool:
             changed |= _reduce_as(gm.graph, node, torch.int32)
