@@ -93,6 +93,22 @@ def test_clamp_of_integers_by_float_numbers_promotes(fn):
     assert got.dtype == fn(x).dtype and torch.equal(got, fn(x))
 
 
+@pytest.mark.parametrize("fn", [torch.fmax, torch.fmin], ids=["fmax", "fmin"])
+@pytest.mark.parametrize("a, b", [
+    ([[1.0, float("nan"), 3.0], [4.0, 5.0, float("nan")]], [2.0, 2.0, float("nan")]),  # the second broadcasts
+    ([2.0, float("nan"), 0.0], [[1.0, 3.0, float("nan")], [4.0, 5.0, 6.0]]),  # the first broadcasts
+    ([[1.0, -7.0, 3.0]], [[2.5], [float("nan")]]),  # both broadcast
+], ids=["second", "first", "both"])
+def test_fmax_fmin_of_operands_that_broadcast(fn, a, b):
+    """fuzz-45: fmax of a [2, 3] and a [3] failed to lower ('chlo.broadcast_compare' op inferred
+    type(s) 'tensor<3xi1>' are incompatible with return type(s) 'tensor<2x3xi1>')."""
+    a, b = torch.tensor(a), torch.tensor(b)
+    (got,) = lowered(fn, a, b)
+    want = fn(a, b)
+    assert got.shape == want.shape
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[~got.isnan()], want[~want.isnan()]), (got, want)
+
+
 def test_index_put_without_indices_is_refused():
     """CPU rejects every such call; torch-mlir segfaulted on it."""
     with pytest.raises(UnsupportedOp, match="empty index list"):

@@ -106,9 +106,6 @@ KNOWN_ISSUES = [
      lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and (
          bool(re.search(r"failed to legalize operation 'torch\.vtensor\.literal'.* : tensor<([0-9]+x)*0x", m.message))
          or any(step["op"].startswith("scatter_reduce") and 0 in step["params"]["index"]["shape"] for step in program["steps"]))),
-    ("fuzz-45 - numerics2: torch.compile of fmax/fmin of operands that broadcast raises NeuronCompileError (chlo.broadcast_compare)",
-     lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and "'chlo.broadcast_compare' op inferred type(s)" in m.message
-     and any(step["op"] == "fmax" for step in program["steps"])),
     ("fuzz-46 - numerics2: torch.compile of any/all of a uint8 tensor raises NeuronCompileError (or-/and-reduction of uint8)",
      lambda program, mode, m: mode == "compile" and m.kind == "neuron error"
      and bool(re.search(r"bitwise (or|and)-reduction of uint8 \(logical reductions of i1 only\)", m.message))),

@@ -12,6 +12,9 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   (``clamp_min(x[1], m[2])``) or bounds promote it (int ``self``, float bounds), building
   ``stablehlo.clamp`` aborts the process (LLVM ERROR: failed to infer result types) or fails
   (number bounds). ``self`` is expanded and converted to the result's shape and dtype first.
+* ``fmax`` / ``fmin`` of operands that broadcast (``[2, 3]`` and ``[3]``) or promote: torch-mlir
+  types its comparison by one operand (``chlo.broadcast_compare`` failed to verify); both
+  operands are expanded and converted to the result's shape and dtype first.
 * ``index_put`` with an empty index list: torch-mlir segfaults; CPU rejects every such call.
 * ops with a ``dim`` argument over a 0-dim tensor (``sum(x, 0, keepdim=True)``): torch-mlir
   segfaults; they run over the tensor viewed as ``[1]``.
@@ -140,6 +143,8 @@ def _rewrite(gm) -> None:
             changed |= _bound_slice_scatter(gm.graph, node)
         elif node.target in clamps:
             changed |= _clamp_over_result(gm.graph, node)
+        elif node.target in (aten.fmax.default, aten.fmin.default):
+            changed |= _operands_over_result(gm.graph, node)
         elif node.target in uninitialized and isinstance(node.meta.get("val"), torch.Tensor):
             changed |= _zeros_for_empty(gm.graph, node)
         elif node.target in (aten.index_put.default, aten._unsafe_index_put.default) and not _arg(node, 1, "indices"):
@@ -277,15 +282,40 @@ def _clamp_over_result(graph, node) -> bool:
     if x_val.shape == result.shape and x_val.dtype == result.dtype:
         return changed
     with graph.inserting_before(node):
-        if x_val.dtype != result.dtype:
-            x = graph.call_function(torch.ops.aten._to_copy.default, (x,), {"dtype": result.dtype})
-            x.meta["val"] = x_val.to(result.dtype)
-        if x_val.shape != result.shape:
-            expanded = graph.call_function(torch.ops.aten.expand.default, (x, list(result.shape)))
-            expanded.meta["val"] = x.meta["val"].expand(result.shape)
-            x = expanded
-    node.args = (x, *node.args[1:])
+        node.args = (_over_result(graph, x, result), *node.args[1:])
     return True
+
+
+def _operands_over_result(graph, node) -> bool:
+    """``fmax`` / ``fmin`` of operands that broadcast or promote: torch-mlir types the comparison
+    it builds by one operand's shape (``'chlo.broadcast_compare' op inferred type(s) 'tensor<3xi1>'
+    are incompatible with return type(s) 'tensor<2x3xi1>'``); both are made the result's first."""
+    import torch
+
+    result = node.meta.get("val")
+    if not isinstance(result, torch.Tensor):
+        return False
+    operands = [a for a in node.args[:2] if isinstance(a, torch.fx.Node)]
+    if all(a.meta["val"].shape == result.shape and a.meta["val"].dtype == result.dtype for a in operands):
+        return False
+    with graph.inserting_before(node):
+        node.args = tuple(_over_result(graph, a, result) if isinstance(a, torch.fx.Node) else a for a in node.args)
+    return True
+
+
+def _over_result(graph, x, result):
+    """``x`` converted to ``result``'s dtype and expanded to its shape."""
+    import torch
+
+    x_val = x.meta["val"]
+    if x_val.dtype != result.dtype:
+        x = graph.call_function(torch.ops.aten._to_copy.default, (x,), {"dtype": result.dtype})
+        x.meta["val"] = x_val.to(result.dtype)
+    if x_val.shape != result.shape:
+        expanded = graph.call_function(torch.ops.aten.expand.default, (x, list(result.shape)))
+        expanded.meta["val"] = x.meta["val"].expand(result.shape)
+        x = expanded
+    return x
 
 
 def _lift_dim_ops_over_0dim(graph) -> bool:
