@@ -541,6 +541,18 @@ def test_unfold_of_a_computed_value(shape, dim, size, step):
     assert got.shape == fn(x).shape and torch.equal(got, fn(x))
 
 
+@pytest.mark.parametrize("x, k", [
+    (torch.tensor([1, 5, -7], dtype=torch.int32), 3),
+    (torch.tensor([True, False]), True),
+    (torch.tensor([True, False]), 3),  # promotes to int64
+    (torch.tensor([1, 200], dtype=torch.uint8), 255),
+], ids=["int32", "bool", "bool_by_an_int", "uint8"])
+def test_xor_with_a_number(x, k):
+    """fuzz-47: torch.compile of x ^ 3 raised NeuronCompileError (bitwise_xor.Scalar had no lowering)."""
+    (got,) = lowered(lambda t: t ^ k, x)
+    assert got.dtype == (x ^ k).dtype and torch.equal(got, x ^ k)
+
+
 def test_an_op_without_a_lowering_is_named_not_its_number():
     """torch-mlir fails an unlowered op that is not explicitly marked illegal on its first operand
     ('torch.constant.int'); the error names the op."""

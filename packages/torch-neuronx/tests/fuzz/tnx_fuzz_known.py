@@ -109,8 +109,6 @@ KNOWN_ISSUES = [
     ("fuzz-46 - numerics2: torch.compile of any/all of a uint8 tensor raises NeuronCompileError (or-/and-reduction of uint8)",
      lambda program, mode, m: mode == "compile" and m.kind == "neuron error"
      and bool(re.search(r"bitwise (or|and)-reduction of uint8 \(logical reductions of i1 only\)", m.message))),
-    ("fuzz-47 - numerics2: torch.compile of x ^ <Python number> raises NeuronCompileError (aten.bitwise_xor.Scalar has no lowering)",
-     lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and "cannot compile 'aten.bitwise_xor.Scalar'" in m.message),
     ("fuzz-49 - numerics2: torch.compile of masked_fill with a value its dtype cannot hold raises nothing (CPU: 'value cannot be "
      "converted to type int8_t without overflow')",
      lambda program, mode, m: mode == "compile" and m.kind == "missing error" and "without overflow" in m.message
