@@ -553,6 +553,15 @@ def test_xor_with_a_number(x, k):
     assert got.dtype == (x ^ k).dtype and torch.equal(got, x ^ k)
 
 
+@pytest.mark.parametrize("fn", [lambda t: t.any(), lambda t: t.all(), lambda t: t.any(1), lambda t: t.all(0),
+                                lambda t: t.any(1, keepdim=True)], ids=["any", "all", "any_dim", "all_dim", "keepdim"])
+def test_any_all_of_uint8(fn):
+    """fuzz-46: torch.compile of any/all of uint8 raised NeuronCompileError; CPU's result is uint8."""
+    x = torch.tensor([[0, 3, 0], [0, 0, 0], [255, 1, 2]], dtype=torch.uint8)
+    (got,) = lowered(fn, x)
+    assert got.dtype == fn(x).dtype and torch.equal(got, fn(x))
+
+
 def test_an_op_without_a_lowering_is_named_not_its_number():
     """torch-mlir fails an unlowered op that is not explicitly marked illegal on its first operand
     ('torch.constant.int'); the error names the op."""

@@ -106,9 +106,6 @@ KNOWN_ISSUES = [
      lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and (
          bool(re.search(r"failed to legalize operation 'torch\.vtensor\.literal'.* : tensor<([0-9]+x)*0x", m.message))
          or any(step["op"].startswith("scatter_reduce") and 0 in step["params"]["index"]["shape"] for step in program["steps"]))),
-    ("fuzz-46 - numerics2: torch.compile of any/all of a uint8 tensor raises NeuronCompileError (or-/and-reduction of uint8)",
-     lambda program, mode, m: mode == "compile" and m.kind == "neuron error"
-     and bool(re.search(r"bitwise (or|and)-reduction of uint8 \(logical reductions of i1 only\)", m.message))),
     ("fuzz-49 - numerics2: torch.compile of masked_fill with a value its dtype cannot hold raises nothing (CPU: 'value cannot be "
      "converted to type int8_t without overflow')",
      lambda program, mode, m: mode == "compile" and m.kind == "missing error" and "without overflow" in m.message

@@ -134,6 +134,8 @@ def _rewrite(gm) -> None:
     halves = {getattr(torch, name) for name in _HALF_NAMES}
     compares = {getattr(getattr(aten, name), overload) for name in ("eq", "ne", "lt", "le", "gt", "ge")
                 for overload in ("Scalar", "Tensor")}
+    logical_reductions = {getattr(getattr(aten, name), overload) for name in ("any", "all")
+                          for overload in ("default", "dim", "dims")}
     variances = {aten.var.correction, aten.std.correction, aten.var_mean.correction, aten.std_mean.correction}
     changed = _zero_size_results(gm.graph)
     for node in list(gm.graph.nodes):
@@ -143,6 +145,8 @@ def _rewrite(gm) -> None:
             changed |= _bound_slice_scatter(gm.graph, node)
         elif node.target in clamps:
             changed |= _clamp_over_result(gm.graph, node)
+        elif node.target in logical_reductions and _dtype(node.args[0]) == torch.uint8:
+            changed |= _logical_reduction_of_bools(gm.graph, node)
         elif node.target in (aten.fmax.default, aten.fmin.default):
             changed |= _operands_over_result(gm.graph, node)
         elif node.target in uninitialized and isinstance(node.meta.get("val"), torch.Tensor):
@@ -283,6 +287,23 @@ def _clamp_over_result(graph, node) -> bool:
         return changed
     with graph.inserting_before(node):
         node.args = (_over_result(graph, x, result), *node.args[1:])
+    return True
+
+
+def _logical_reduction_of_bools(graph, node) -> bool:
+    """``any`` / ``all`` of uint8 (CPU's result is uint8 0 or 1): the graph reduces only bools, so
+    it reduces ``x != 0`` and converts the result back."""
+    import torch
+
+    aten = torch.ops.aten
+    users = list(node.users)
+    with graph.inserting_before(node):
+        node.args = (_call(graph, aten.ne.Scalar, (node.args[0], 0), like=node), *node.args[1:])
+    _recompute(node)
+    with graph.inserting_before(node.next):
+        back = _call(graph, aten._to_copy.default, (node,), {"dtype": torch.uint8}, like=node)
+    for user in users:
+        user.replace_input_with(node, back)
     return True
 
 
