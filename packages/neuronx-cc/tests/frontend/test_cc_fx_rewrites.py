@@ -596,6 +596,18 @@ _SPREADS = {"std": lambda t: t.std(), "var": lambda t: t.var(), "std0": lambda t
             "var_keepdim": lambda t: t.reshape(1, -1).var(1, keepdim=True)}
 
 
+@pytest.mark.parametrize("rows", [[[2e19, -2e19, 1.0]], [[1e-40, -1e-40, 0.0]], [[1.0, 2.0, 3.0], [-5.0, 0.5, 7.0]],
+                                  [[3.0, 3.0, 3.0, 3.0]]], ids=["squares-overflow", "subnormal", "plain", "constant"])
+def test_layer_norm_moments_as_cpus_layer_norm(rows):
+    """CPU's layer norm takes its moments in fp32 (not in double as its var_mean): where the squared
+    deviations overflow, [[2e19, -2e19, 1.0]] normalizes to zeros; the saved mean and rstd too."""
+    x = torch.tensor(rows)
+    w, b = torch.linspace(0.5, 2.0, x.shape[-1]), torch.linspace(-1.0, 1.0, x.shape[-1])
+    fn = lambda t, w, b: torch.native_layer_norm(t, (t.shape[-1],), w, b, 1e-5)  # noqa: E731
+    for got, want in zip(lowered(fn, x, w, b), fn(x, w, b)):
+        assert torch.allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-45, equal_nan=True), (got, want)
+
+
 @pytest.mark.parametrize("name", sorted(_SPREADS))
 @pytest.mark.parametrize("values", _FLOAT32_SPREADS, ids=lambda v: f"{v[:2]}...{len(v)}")
 def test_float32_var_and_std_as_cpu(values, name):

@@ -81,6 +81,7 @@ def decompositions() -> dict:
     table[aten.scatter_reduce.two] = _scatter_reduce
     table[aten.index_reduce.default] = _index_reduce
     table[aten.isinf.default] = _isinf
+    table[aten.native_layer_norm.default] = _layer_norm
     for op in (aten.index.Tensor, aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default,
                aten._index_put_impl.default):
         table[op] = _byte_masks_as_bool(op)
@@ -306,6 +307,35 @@ def _round_decimals(self, decimals=0):
     if decimals > 0:
         return torch.round(self * scale) / scale
     return torch.round(self / scale) * scale
+
+
+def _layer_norm(input, normalized_shape, weight, bias, eps):
+    """PyTorch's ``native_layer_norm`` with its moments as CPU's layer-norm kernel takes them: in
+    the computation dtype (fp32), as the mean and the mean squared deviation. PyTorch's own
+    decomposition goes through ``var_mean``, whose CPU kernel accumulates in float64 and which
+    fx_rewrites therefore scales by the largest magnitude first; CPU's layer norm does not
+    (``[[2e19, -2e19, 1.0]]`` normalizes to zeros on CPU, the squared deviations overflowing), and
+    the scaling pass would cost every layer norm an extra reduction."""
+    torch = _torch()[0]
+    axis = input.dim() - len(normalized_shape)
+    if input.is_complex() or axis < 0 or tuple(input.shape[axis:]) != tuple(normalized_shape):
+        return NotImplemented  # PyTorch's decomposition raises its own argument errors
+    dims = list(range(axis, input.dim()))
+    x = input.contiguous()
+    if x.dtype in (torch.float16, torch.bfloat16):
+        x = x.to(torch.float32)
+    mean = torch.mean(x, dims, keepdim=True)
+    deviation = x - mean
+    rstd = torch.rsqrt(torch.mean(deviation * deviation, dims, keepdim=True) + eps)
+    out = deviation * rstd
+    if weight is not None:
+        out = out * weight.contiguous()
+    if bias is not None:
+        out = out + bias.contiguous()
+    out = out.to(input.dtype)
+    if input.device.type == "cpu":  # as PyTorch's decomposition (the statistics in the input's dtype)
+        mean, rstd = mean.to(input.dtype), rstd.to(input.dtype)
+    return out, mean, rstd
 
 
 def _isinf(x):
