@@ -84,6 +84,19 @@ def test_alpha_check_allows_the_rounding_of_the_product_only():
     assert differences(fused + 4 * 6.1e-5, fused, "alpha", [a, a], {"alpha": -1.5}) is not None
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_alpha_check_allows_the_product_rounded_to_a_16_bit_dtype_as_cpu_rounds_it_when_strided(dtype):
+    torch.manual_seed(0)
+    a, b = (torch.randn(64) * 10).to(dtype), (torch.randn(64, 2) * 10).to(dtype)[:, 0]
+    vectorized, strided = torch.add(a, b.contiguous(), alpha=3.3), torch.add(a, b, alpha=3.3)
+    assert differences(strided, vectorized) is not None  # CPU's two loops: the same values, other answers
+    assert differences(strided, vectorized, "alpha", [a, b], {"alpha": 3.3}) is None
+    assert differences(vectorized, strided, "alpha", [a, b], {"alpha": 3.3}) is None
+    off = strided.clone()
+    off[5] += 4 * torch.finfo(dtype).eps * (3.3 * b[5].abs() + strided[5].abs() + 1)  # past both roundings
+    assert differences(off, strided, "alpha", [a, b], {"alpha": 3.3}) is not None
+
+
 def test_every_op_names_a_known_check():
     assert {op.check for op in OPS.values()} <= set(CHECKS)
     assert all(op.template.count("{a}") for op in OPS.values())

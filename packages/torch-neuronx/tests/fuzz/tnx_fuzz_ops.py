@@ -238,7 +238,7 @@ for _name, _tpl, _when in [
     op(_name, _tpl, arity=2, when=_when, check="nan_sign" if _name == "copysign" else "exact")
 op("add_alpha", "torch.add({a}, {b}, alpha={alpha})", arity=2, when=numeric, check="alpha",
    params=lambda draw, a, b, *_: {"alpha": draw(st.sampled_from([2, -1, 3])) if not is_float(a.dtype) or draw(st.booleans())
-                              else draw(st.sampled_from([0.5, -1.5, 1e-3]))})
+                              else draw(st.sampled_from([0.5, -1.5, 1e-3, 0.1, 1 / 3, 3.3, -2.5]))})
 op("pow", "torch.pow({a}, {b})", arity=2, when=floating, check="pow")
 op("where", "torch.where({c} != 0, {a}, {b})", arity=3)
 op("where_cmp", "torch.where({a} > {s}, {a}, {b})", arity=2, params=_p(s=_s))
