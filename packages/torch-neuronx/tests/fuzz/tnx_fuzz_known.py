@@ -106,10 +106,6 @@ KNOWN_ISSUES = [
      lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and (
          bool(re.search(r"failed to legalize operation 'torch\.vtensor\.literal'.* : tensor<([0-9]+x)*0x", m.message))
          or any(step["op"].startswith("scatter_reduce") and 0 in step["params"]["index"]["shape"] for step in program["steps"]))),
-    ("fuzz-49 - numerics2: torch.compile of masked_fill with a value its dtype cannot hold raises nothing (CPU: 'value cannot be "
-     "converted to type int8_t without overflow')",
-     lambda program, mode, m: mode == "compile" and m.kind == "missing error" and "without overflow" in m.message
-     and (_step_op(program, m) or "").startswith("masked_fill")),
     ("fuzz-28 - torchcore: compiled, an out= that is (an alias of) its own input (sum(x, 0, out=x)) is not resized or written as CPU's",
      _out_into_its_input),
 ]

@@ -4,7 +4,9 @@ neuronx-cc's table (torch-mlir's, with its semantic corrections) so graphs arriv
 ATen torch-mlir lowers, minus decompositions of random ops: a random draw must stay one node so
 it runs before the launch as eager runs it (same generator, same order, same numbers). Plus the
 ``_foreach_*`` ops of compiled optimizer steps, which torch-mlir has no lowering for: each becomes
-its per-tensor op, and the compiler fuses the lot into one NEFF.
+its per-tensor op, and the compiler fuses the lot into one NEFF. ``fill`` and ``masked_fill`` of
+a number first make CPU's check of that number against the tensor's dtype (the decompositions
+convert it unchecked: int8 ``masked_fill(m, 300)`` filled 44 where CPU raises).
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ import functools
 
 import torch
 from neuronxcc.frontend.fx import decompositions as compiler_table
+from torch.utils._python_dispatch import _disable_current_modes
+
+# Ops whose CPU kernel converts their number (the last argument) to the tensor's dtype with an
+# overflow check at the call, whatever the mask and the values.
+_CHECKS_ITS_NUMBER = ("fill.Scalar", "fill_.Scalar", "masked_fill.Scalar", "masked_fill_.Scalar")
 
 
 @functools.cache
@@ -28,7 +35,26 @@ def _table() -> dict:
             continue
         for overload in packet.overloads():
             table[getattr(packet, overload)] = _per_tensor(base)
+    for name in _CHECKS_ITS_NUMBER:
+        packet, overload = name.split(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)
+        table[op] = _number_checked(table[op])
     return table
+
+
+def _number_checked(decomposition):
+    """``decomposition`` after CPU's own conversion check of the number: the real kernel on an
+    empty tensor of the dtype ('value cannot be converted to type int8_t without overflow'),
+    outside the tracing modes, so it is raised at the call as CPU raises it."""
+
+    def checked(self, *args, **kwargs):
+        value = kwargs["value"] if "value" in kwargs else args[-1]
+        if isinstance(value, (int, float)):
+            with _disable_current_modes():
+                torch.empty(0, dtype=self.dtype).fill_(value)
+        return decomposition(self, *args, **kwargs)
+
+    return checked
 
 
 def _per_tensor(base):
