@@ -1,7 +1,8 @@
 """add / sub / add_ with a non-integer alpha on float16 / bfloat16 (issue 13).
 
 CPU's kernel has two answers for the same values: where it runs element by element (a strided
-operand, the last ``numel % 32`` elements of a contiguous run, tensors of under 32 elements) it
+operand, the last ``numel % 32`` elements of a contiguous run, tensors of under 32 elements, with
+AVX2; 64 with AVX-512) it
 rounds ``alpha * y`` to the 16-bit dtype before the add, as the device does; where it runs
 vectorized it computes ``x + alpha * y`` in fp32 and rounds once (alpha rounded to the dtype in
 both). The device gives the element-by-element answer in every mode and layout: bit for bit as

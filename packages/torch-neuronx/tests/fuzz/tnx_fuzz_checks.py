@@ -14,7 +14,7 @@ correct implementation of that one op may do differently:
   one rounding (a fused multiply-add), an engine may round the product first; PyTorch promises neither.
   For float16 / bfloat16 the product may be rounded to the 16-bit dtype: CPU's own kernel does so
   where it runs element by element (a strided operand, the last ``numel % 32`` elements, tensors of
-  under 32), and computes in fp32 with one rounding where it runs vectorized, so CPU's answer for the
+  under 32: two AVX2 vectors of 16-bit values; twice that with AVX-512), and computes in fp32 with one rounding where it runs vectorized, so CPU's answer for the
   same values depends on the layout.
 * ``ulp``: transcendental functions (exp, log, tanh...): both sides compute in fp32 with a few
   ulp of error, then round to the output dtype: 4 fp32 ulp, plus one ulp of a 16-bit output.
