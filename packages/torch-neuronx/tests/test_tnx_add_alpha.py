@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch_neuronx
+import torch_neuronx  # noqa: F401 - the neuron device
+from tnx_helpers import MODES, execution_mode
 
 ALPHAS = [0.1, 1 / 3, 3.3, -2.5, 2]
 SHAPES = [(1000,), (7, 1, 13), (1, 33), (3, 1)]
@@ -28,30 +29,24 @@ def _operands(shape, dtype):
 
 def _on_neuron(mode, fn, *args):
     args = [a.to("neuron") if isinstance(a, torch.Tensor) else a for a in args]
-    if mode == "compile":
-        torch._dynamo.reset()  # each alpha its own graph, not dynamo's eager fallback past its recompile limit
-        return torch.compile(fn, backend="neuron", dynamic=False)(*args).cpu()
-    if mode == "adaptive":
-        torch_neuronx.set_adaptive_eager(True)
-        try:
-            return fn(*args).cpu()
-        finally:
-            torch_neuronx.set_adaptive_eager(None)
-    return fn(*args).cpu()
+    with execution_mode(mode):  # compile: each alpha its own graph (dynamo reset)
+        run = torch.compile(fn, backend="neuron", dynamic=False) if mode == "compile" else fn
+        return run(*args).cpu()
 
 
 def _bits(t):
     return t.view(torch.int16)
 
 
-@pytest.mark.parametrize("mode", ["eager", "adaptive", "compile"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_alpha_as_cpu_computes_element_by_element(mode, dtype, shape):
     x, y = _operands(shape, dtype)
     for alpha in ALPHAS:
-        for name, fn in {"add": lambda a, b: torch.add(a, b, alpha=alpha), "sub": lambda a, b: torch.sub(a, b, alpha=alpha),
-                         "add_": lambda a, b: a.clone().add_(b, alpha=alpha)}.items():
+        for name, fn in {"add": lambda a, b, alpha=alpha: torch.add(a, b, alpha=alpha),
+                         "sub": lambda a, b, alpha=alpha: torch.sub(a, b, alpha=alpha),
+                         "add_": lambda a, b, alpha=alpha: a.clone().add_(b, alpha=alpha)}.items():
             want = fn(x, y)  # y strided: CPU's element-by-element loop
             assert torch.equal(_bits(want), _bits(x + y * torch.tensor(-alpha if name == "sub" else alpha, dtype=dtype)))
             got = _on_neuron(mode, fn, x, y)

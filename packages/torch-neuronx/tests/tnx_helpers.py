@@ -19,6 +19,26 @@ INT_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
 ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + [torch.bool]
 
 
+# The ways a test runs an eager op on the device; ``execution_mode`` sets one up.
+MODES = ["eager", "adaptive", "compile"]
+
+
+@contextlib.contextmanager
+def execution_mode(mode: str):
+    """Run the block in ``mode``: plain eager, adaptive eager, or (``compile``: the block calls
+    ``torch.compile`` itself) with dynamo reset, so each case compiles its own graph instead of
+    meeting dynamo's recompile limit. Dynamo is reset in every mode, as a case before may have
+    compiled."""
+    torch._dynamo.reset()
+    if mode == "adaptive":
+        torch_neuronx.set_adaptive_eager(True)
+    try:
+        yield
+    finally:
+        if mode == "adaptive":
+            torch_neuronx.set_adaptive_eager(None)
+
+
 def run_python(code: str, env: dict[str, str] | None = None, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
     """Run ``code`` in a fresh interpreter (same venv) with extra environment variables."""
     full_env = dict(os.environ)

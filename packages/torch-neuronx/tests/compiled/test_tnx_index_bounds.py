@@ -8,12 +8,11 @@ they are here so a new fold is caught too."""
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 import torch
 import torch.nn.functional as F
-import torch_neuronx
+import torch_neuronx  # noqa: F401 - the neuron device
+from tnx_helpers import MODES, execution_mode
 
 N = "neuron"
 
@@ -37,24 +36,11 @@ SIZE_1_DIM_OPS = [
     ("scatter_add", lambda x, i: x.scatter_add(0, i.view(1, 1).expand(1, 3), x.new_ones(1, 3)), torch.zeros(1, 3)),
 ]
 IDS = [name for name, *_ in SIZE_1_DIM_OPS]
-MODES = ["eager", "adaptive", "compile"]
-
-
-@contextlib.contextmanager
-def _mode(mode):
-    torch._dynamo.reset()
-    if mode == "adaptive":
-        torch_neuronx.set_adaptive_eager(True)
-    try:
-        yield
-    finally:
-        if mode == "adaptive":
-            torch_neuronx.set_adaptive_eager(None)
 
 
 def _on_device(fn, mode, x, i):
     run = torch.compile(fn, backend="neuron") if mode == "compile" else fn
-    with _mode(mode):
+    with execution_mode(mode):
         out = run(x.to(N), i.to(N))
         return out.cpu()
 
