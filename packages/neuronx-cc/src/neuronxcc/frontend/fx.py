@@ -82,9 +82,10 @@ def decompositions() -> dict:
     table[aten.index_reduce.default] = _index_reduce
     table[aten.isinf.default] = _isinf
     table[aten.native_layer_norm.default] = _layer_norm
-    for op in (aten.index.Tensor, aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default,
-               aten._index_put_impl.default):
+    for op in (aten.index.Tensor, aten.index_put_.default, aten._index_put_impl_.default):
         table[op] = _byte_masks_as_bool(op)
+    for op in (aten.index_put.default, aten._index_put_impl.default):
+        table[op] = _mask_put_as_where(op)
     for name, target in (("__rshift__", aten.bitwise_right_shift.Tensor), ("__lshift__", aten.bitwise_left_shift.Tensor),
                          ("bitwise_right_shift", aten.bitwise_right_shift.Tensor),
                          ("bitwise_left_shift", aten.bitwise_left_shift.Tensor)):
@@ -265,6 +266,39 @@ def _byte_masks_as_bool(op):
         return op(self, masks, *rest, **kwargs)
 
     return decomposition
+
+
+def _mask_put_as_where(op):
+    """``x[mask] = v`` / ``x.index_put((mask,), v, accumulate)`` with one bool (or uint8) mask over
+    ``x``'s leading dims and a ``v`` that broadcasts to the dims after them (or is one such row)
+    writes ``v`` at every selected position: ``where(mask, v, x)`` (``where(mask, x + v, x)``
+    accumulating, so unselected ``-0.0`` stays ``-0.0``), with no data-dependent shape. torch-mlir's lowering goes through
+    ``nonzero`` (a cumprod it cannot lower), so the masked assignment of every attention mask and
+    padding fill failed to compile. Other forms (values with one row per selected position, masks
+    mixed with other indices) go the bool mask's general path."""
+    torch = _torch()[0]
+    byte_masks = _byte_masks_as_bool(op)
+
+    def decomposition(self, indices, values, accumulate=False, *rest):
+        indices = list(indices)
+        if len(indices) == 1 and indices[0] is not None and indices[0].dtype in (torch.bool, torch.uint8):
+            mask = indices[0].to(torch.bool)
+            kept = self.dim() - mask.dim()
+            if values.dim() == kept + 1 and values.shape[0] == 1:  # one row for every selected position
+                values = values[0]
+            if (kept >= 0 and tuple(mask.shape) == tuple(self.shape[:mask.dim()]) and values.dtype == self.dtype
+                    and values.dim() <= kept and _broadcasts_to(values.shape, self.shape[mask.dim():])):
+                mask = mask.reshape(tuple(mask.shape) + (1,) * kept)
+                return torch.where(mask, self + values if accumulate else values, self)
+        return byte_masks(self, indices, values, accumulate, *rest)
+
+    return decomposition
+
+
+def _broadcasts_to(shape, target) -> bool:
+    """Whether a tensor of ``shape`` broadcasts to exactly ``target`` (right-aligned, size 1 or equal)."""
+    shape, target = tuple(shape), tuple(target)
+    return len(shape) <= len(target) and all(n in (1, m) for n, m in zip(shape[::-1], target[::-1], strict=False))
 
 
 def _take(self, index):
