@@ -230,3 +230,16 @@ def test_result_dtype_follows_inputs_or_dtype_argument():
     np.testing.assert_array_equal(got[0], f32((f32(a) * 2).astype(BF16)))
     np.testing.assert_array_equal(got[1], f32(a) + b)
     np.testing.assert_array_equal(got[2], f32((b * 2).astype(BF16)))
+
+
+def test_where_broadcasts_a_one_partition_row_across_partitions():
+    @nki.jit
+    def pick_row_where_positive(x, row):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        r = nl.load(row)  # [1, F]: NKI broadcasts it along the partition dimension
+        nl.store(out, nl.where(nl.greater(t, 0.0), r, t))
+        return out
+
+    x, row = rand((128, 16), seed=21), rand((1, 16), seed=22)
+    np.testing.assert_array_equal(pick_row_where_positive(x, row), np.where(x > 0, np.broadcast_to(row, x.shape), x))

@@ -373,7 +373,16 @@ def where(condition: NkiTensor, x, y, dtype=None, mask: Mask | None = None) -> N
     ctx = tracing.current()
     _on_chip(condition, "condition")
     like = x if isinstance(x, NkiTensor) else condition
-    out = ndarray(condition.shape, _result_dtype(dtype, like), "sbuf")
+    out_dtype = _result_dtype(dtype, like)
+    # Operands broadcast like every elementwise op (a [1, F] tile across partitions through
+    # TensorE): select-and-scatter kernels pick from a one-partition row per partition.
+    if isinstance(x, NkiTensor):
+        condition, x = _align(condition, x)
+    if isinstance(y, NkiTensor):
+        condition, y = _align(condition, y)
+        if isinstance(x, NkiTensor) and x.shape != condition.shape:
+            x, _ = _align(x, condition)
+    out = ndarray(condition.shape, out_dtype, "sbuf")
     on_true = x if isinstance(x, NkiTensor) else full(condition.shape, x, out.dtype)
     on_false = y.access_pattern() if isinstance(y, NkiTensor) else float(y)
     ctx.emit(Select(dst=out.access_pattern(), predicate=condition.access_pattern(), on_true=on_true.access_pattern(),
