@@ -268,6 +268,32 @@ def test_results_without_elements_have_their_shape_and_dtype(fn, x):
     assert (got.shape, got.dtype) == (expected.shape, expected.dtype)
 
 
+_EMPTY = torch.zeros(0, 1, dtype=torch.long)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, i: x.scatter_reduce(0, i, x, "amax", include_self=False),
+    lambda x, i: x.scatter_reduce(0, i, x, "mean"),
+    lambda x, i: x.scatter_add(0, i, x),
+    lambda x, i: x.scatter(0, i, 5.0),
+    lambda x, i: x.index_add(0, i.flatten(), x[:0], alpha=3),
+    lambda x, i: x.index_fill(0, i.flatten(), 2.0),
+    lambda x, i: x.index_copy(0, i.flatten(), x[:0]),
+    lambda x, i: x.scatter_add(0, i, x) * 2,
+], ids=["scatter_reduce", "scatter_reduce_mean", "scatter_add", "scatter_value", "index_add", "index_fill",
+        "index_copy", "then_an_op"])
+@pytest.mark.parametrize("index", ["input", "constant"])
+def test_a_scatter_with_an_empty_index_writes_nothing(fn, index):
+    """torch-mlir has no lowering of scatter_reduce and cannot legalize the empty index constant."""
+    x = torch.tensor([[1.0], [-2.0], [3.5]])
+    if index == "input":
+        (got,) = lowered(fn, x, _EMPTY)
+    else:
+        (got,) = lowered(lambda x: fn(x, torch.zeros(0, 1, dtype=torch.long)), x)
+    expected = fn(x, _EMPTY)
+    assert got.dtype == expected.dtype and torch.equal(got, expected)
+
+
 def test_gather_over_a_size_0_dim_is_refused():
     """Every index is out of bounds (CPU raises); building the gather aborted the process."""
     with pytest.raises(UnsupportedOp, match="dimension 1 of size 0 .* every index is out of bounds"):

@@ -101,11 +101,6 @@ KNOWN_ISSUES = [
     ("fuzz-43 - numerics2: torch.compile of a program with copy_ into a matmul result, then in-place ops through its views, "
      "raises NeuronCompileError (Mixing fake modes NYI, in neuronxcc.frontend's from_fx)",
      lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and "lowering to StableHLO failed: Mixing fake modes NYI" in m.message),
-    ("fuzz-44 - numerics2: torch.compile of a graph with an empty constant (scatter_reduce with an empty index, zero_ of an empty "
-     "tensor) raises NeuronCompileError (torch.vtensor.literal of a zero-size shape)",
-     lambda program, mode, m: mode == "compile" and m.kind == "neuron error" and (
-         bool(re.search(r"failed to legalize operation 'torch\.vtensor\.literal'.* : tensor<([0-9]+x)*0x", m.message))
-         or any(step["op"].startswith("scatter_reduce") and 0 in step["params"]["index"]["shape"] for step in program["steps"]))),
     ("fuzz-28 - torchcore: compiled, an out= that is (an alias of) its own input (sum(x, 0, out=x)) is not resized or written as CPU's",
      _out_into_its_input),
 ]

@@ -25,6 +25,9 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   of them into unlowerable constants or wrong shapes; they become ``full`` of their shape. A
   ``gather`` / ``index_select`` reading a size-0 dim with a non-empty index (every index out of
   bounds, CPU raises) aborted the process; it is refused.
+* scatters with an empty index (``scatter_reduce``, ``scatter_add``, ``index_add``, ...): they
+  write nothing, so they are ``self``; torch-mlir has no lowering of some (``scatter_reduce``) and
+  cannot legalize the empty index constant of others.
 * ``amax`` / ``amin`` / ``max`` / ``min`` of bools: torch-mlir starts the i1 reduction from the
   signed extreme (``true`` for max), so a max of all-false was true; they reduce int32 values.
 * ``abs`` of unsigned integers is the identity (``stablehlo.abs`` refuses them); of bools it is
@@ -138,6 +141,7 @@ def _rewrite(gm) -> None:
                           for overload in ("default", "dim", "dims")}
     variances = {aten.var.correction, aten.std.correction, aten.var_mean.correction, aten.std_mean.correction}
     changed = _zero_size_results(gm.graph)
+    changed |= _empty_index_scatters(gm.graph)
     for node in list(gm.graph.nodes):
         if node.op != "call_function":
             continue
@@ -458,6 +462,28 @@ def _zero_size_results(graph) -> bool:
                 and all(isinstance(d, int) for d in val.shape)):
             changed |= _zeros_for_empty(graph, node)
     if changed:  # what only fed them (topk's tuple when both its results are empty) is imported too
+        graph.eliminate_dead_code()
+    return changed
+
+
+def _empty_index_scatters(graph) -> bool:
+    """Each scatter-like op whose index has no elements becomes a copy of its ``self``."""
+    import torch
+
+    aten = torch.ops.aten
+    names = ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "index_reduce")
+    scatters = {getattr(getattr(aten, name), overload) for name in names for overload in getattr(aten, name).overloads()
+                if not overload.endswith("out")}  # all take (self, dim, index, ...)
+    changed = False
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in scatters or len(node.args) < 3:
+            continue
+        self_val, index, val = node.args[0].meta.get("val"), node.args[2].meta.get("val"), node.meta.get("val")
+        if (isinstance(index, torch.Tensor) and index.numel() == 0 and isinstance(self_val, torch.Tensor)
+                and isinstance(val, torch.Tensor) and self_val.dtype == val.dtype and self_val.shape == val.shape):
+            with graph.inserting_before(node):
+                changed |= _replace(graph, node, _call(graph, aten.clone.default, (node.args[0],), like=node))
+    if changed:  # the index itself, now unused, is not imported
         graph.eliminate_dead_code()
     return changed
 

@@ -88,6 +88,7 @@ class _Pipelines:
                     stage = STAGES[i][0]  # named in the error if this stage fails
                     manager.run(module.operation)
                     if i == 1:  # erf converted to chlo.erf, not yet legalized
+                        _keep_unsigned_constants(module, self.ir)
                         unconverted = _keep_erf_whole(module, self.ir)
                 out = io.BytesIO()
                 module.operation.write_bytecode(out)
@@ -141,13 +142,48 @@ def _keep_erf_whole(module, ir) -> list:
     return unconverted
 
 
+def _keep_unsigned_constants(module, ir) -> None:
+    """An optimization barrier between each unsigned ``stablehlo.constant`` and the Torch value
+    made of it. The backend pipeline's canonicalizer folds ``torch_c.from_builtin_tensor`` of a
+    constant back into a ``torch.vtensor.literal``, which it cannot legalize for unsigned types
+    ("failed to legalize operation 'torch.vtensor.literal'" for a compiled uint8 ``zero_`` or
+    ``fill_``); the barrier is an identity our importer reads through."""
+    casts = []
+
+    def visit(op):
+        if op.name == "torch_c.from_builtin_tensor" and _is_unsigned_constant(op.operands[0], ir):
+            casts.append(op)
+
+    _walk(module.operation, visit)
+    for cast in casts:
+        constant = cast.operands[0]
+        with ir.InsertionPoint(cast), cast.location:
+            barrier = ir.Operation.create("stablehlo.optimization_barrier", results=[constant.type], operands=[constant])
+        cast.operands[0] = barrier.results[0]
+
+
+def _is_unsigned_constant(value, ir) -> bool:
+    owner = value.owner
+    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+        owner = owner.operation
+    if getattr(owner, "name", None) != "stablehlo.constant":
+        return False
+    try:
+        integer = ir.IntegerType(ir.ShapedType(value.type).element_type)
+    except ValueError:  # a float constant
+        return False
+    return integer.is_unsigned
+
+
 def _naming_unconverted(diagnostics: list, unconverted: list) -> list:
     """torch-mlir's diagnostics, led by one per Torch op its conversion to StableHLO left. An op
     with no lowering that is not explicitly marked illegal (``aten.diagonal``, ``aten.kthvalue``)
     fails the backend contract on its first operand instead - "failed to legalize operation
-    'torch.constant.int'" - which names a number, not the op."""
-    if not any("failed to legalize operation 'torch.constant." in m or "failed to legalize operation 'torch.prim."
-               in m for _loc, m in diagnostics):
+    'torch.constant.int'" (or a constant tensor's 'torch.vtensor.literal') - which names a number,
+    not the op."""
+    operands = ("failed to legalize operation 'torch.constant.", "failed to legalize operation 'torch.prim.",
+                "failed to legalize operation 'torch.vtensor.literal'")
+    if not any(operand in m for _loc, m in diagnostics for operand in operands):
         return list(diagnostics)
     named = [(loc, f"failed to legalize operation '{name}': torch-mlir has no StableHLO lowering of it")
              for loc, name in dict.fromkeys(unconverted)]
