@@ -166,16 +166,17 @@ def test_reduced_precision_and_odd_layouts():
 
 
 def test_a_dropout_costs_about_an_elementwise_pass():
-    """The mask's words come from the hardware generator (4 words per lane per cycle): a dropout of
-    [8, 128, 256] takes about the device time of one elementwise op of that shape (the Philox of
-    int32 ops it replaced took ~30x)."""
+    """The mask's words come from the hardware generator (4 words per lane per cycle), made on chip
+    in the tiles that read them: a dropout of [8, 128, 256] takes about the device time of one
+    elementwise op of that shape (the Philox of int32 ops it replaced took ~30x; a mask computed
+    over the flat words and stored for a second pass over the input took 1.76x)."""
     x = torch.randn(8, 128, 256, device="neuron")
     y = torch.randn_like(x)
     with op_records() as records:
         torch.ops.aten.native_dropout(x, 0.1, True)
         torch.mul(x, y)
     took = {r.name.split(".")[0]: r.end_ns - r.start_ns for r in records if r.task_kind == "neff"}
-    assert took["neuron_rng::dropout"] <= 2 * took["aten::mul"], took
+    assert took["neuron_rng::dropout"] <= 1.5 * took["aten::mul"], took
 
 
 def test_compiled_dropout_masks_are_eagers():
