@@ -35,16 +35,17 @@ class Run:
     Each run keeps its own random state (the CPU and neuron generators, which draw the dropout
     masks) and swaps it in for its steps: taking turns does not change either run's masks."""
 
-    def __init__(self, device: str, backend: str | None):
+    def __init__(self, device: str, backend: str | None, compile_optimizer: bool = True, **opt_kwargs):
         import torch
         from torch_neuronx.testing.gpt import GPT, GPTConfig
 
         self.torch, self.device, self.cfg = torch, device, GPTConfig()
         torch.manual_seed(0)
         self.model = GPT(self.cfg).to(device)
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=3e-4)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=3e-4, **opt_kwargs)
         self.step_fn = torch.compile(self.model, backend=backend) if backend else self.model
-        self.opt_step = torch.compile(self.opt.step, backend=backend) if backend else self.opt.step
+        compiled_opt = backend and compile_optimizer
+        self.opt_step = torch.compile(self.opt.step, backend=backend) if compiled_opt else self.opt.step
         torch.manual_seed(1)  # dropout masks: the same stream for both neuron runs
         self.rng = self._rng_state()
         self.losses, self.walls, self.device_ms, self.fwd_bwd = [], [], [], []

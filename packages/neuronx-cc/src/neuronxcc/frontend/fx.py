@@ -32,7 +32,7 @@ import re
 
 from neuron_sim.graph import Graph
 
-from . import fx_convolution, fx_graph_ops, fx_rewrites, pipeline
+from . import fx_amp, fx_convolution, fx_foreach, fx_fused_optimizers, fx_graph_ops, fx_rewrites, pipeline
 from .errors import MissingDependency, UnsupportedOp
 from .mlir import describe_location
 from .pipeline_worker import PipelineError
@@ -95,6 +95,9 @@ def decompositions() -> dict:
     # torch-mlir lowers these to stablehlo.convolution, which the graph IR has no form for
     table[aten.convolution.default] = fx_convolution.convolution
     table[aten.convolution_backward.default] = fx_convolution.convolution_backward
+    table.update(fx_foreach.foreach_decompositions(torch))  # one graph per call over a list of tensors
+    table.update(fx_fused_optimizers.fused_optimizer_decompositions(torch))  # optim's fused=True
+    table.update(fx_amp.amp_decompositions(torch))  # GradScaler's unscale and scale update
     return table
 
 

@@ -152,7 +152,7 @@ def defer(entry: CompiledNeff, op, tensors: list[torch.Tensor], device: torch.de
             results = [torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device)
                        for spec in entry.outputs]
         else:
-            results = targets[: len(entry.outputs)]
+            results = entry.output_targets(targets)
         k = len(run.items)
         for j, out in enumerate(results):
             base = out.untyped_storage().data_ptr()
@@ -181,7 +181,7 @@ def _writable(run: _Run, entry: CompiledNeff, tensors, targets) -> bool:
     program may write a buffer before another op has read all of it; an elementwise in-place op
     reads each element before the write that depends on it); and that, if an earlier op of the run
     wrote it, is rewritten whole."""
-    for j, target in enumerate(targets[: len(entry.outputs)]):
+    for j, target in enumerate(entry.output_targets(targets)):
         spec = entry.outputs[j]
         if target.storage_offset() != 0 or not writes_in_place(entry, j, target, targets, tensors):
             return False

@@ -94,9 +94,12 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     meta_args = tuple(_meta_tree(a, made) for a in args)
     meta_kwargs = {n: _meta_tree(v, made) for n, v in kwargs.items()}
     # CPU's kernel takes the number where the call holds a 0-d input, as the meta kernel does
-    cpu_args, cpu_kwargs = (args, kwargs) if runtime is None else with_argument(op, args, kwargs, runtime[0], 1.0)
+    if runtime is not None:  # the number the meta and CPU kernels take in its place (a Scalar[]: one each)
+        scalars = argument(op, args, kwargs, runtime[0])
+        placeholder = 1.0 if scalars.dim() == 0 else [1.0] * scalars.numel()
+    cpu_args, cpu_kwargs = (args, kwargs) if runtime is None else with_argument(op, args, kwargs, runtime[0], placeholder)
     if runtime is not None:
-        meta_args, meta_kwargs = with_argument(op, meta_args, meta_kwargs, runtime[0], 1.0)
+        meta_args, meta_kwargs = with_argument(op, meta_args, meta_kwargs, runtime[0], placeholder)
     try:
         meta_result = op(*meta_args, **meta_kwargs)  # out= tensors are resized here
     except (NotImplementedError, RuntimeError, IndexError, ValueError) as err:
@@ -119,6 +122,10 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     written_dtypes = [x.dtype for x in produced] if mutated else None
 
     traced = [_for_trace(x) for x in flat]
+    # An in-place op's written tensor j is the input at flat position sources[j]; a result that is
+    # that very input (a fused optimizer's gradients when there is no grad scale) is left as it is.
+    sources = _written_sources(op, args, kwargs, mutated, flat) if mutated and not drop else None
+    unchanged: list[int] = []
 
     def call(*inputs):
         values = [x.make() if isinstance(x, _HostScalar) else x for x in traced]
@@ -126,13 +133,22 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
             values[pos] = t
         a, k = tree_unflatten(values, spec)
         results, _ = tree_flatten(functional(*a, **k))
+        unchanged.clear()
+        if sources is not None:
+            for j, (r, pos) in enumerate(zip(results, sources)):
+                if pos is not None and r is values[pos]:
+                    unchanged.append(j)
+                    results[j] = None
         if written_dtypes is not None:  # written tensors keep their dtype: results are cast on the way in
-            results = [r if r.dtype == d else r.to(d) for r, d in zip(results, written_dtypes)]
+            results = [r if r is None or r.dtype == d else r.to(d) for r, d in zip(results, written_dtypes)]
         return results
 
+    name = op._schema.name.split("::", 1)[1] + ("" if op._overloadname == "default" else "_" + op._overloadname)
+    graph, none_positions = graph_for(call, specs, _output_perms(produced), name)
+    none_positions = [p for p in none_positions if p not in unchanged]
     outputs, perms = [], []
-    for x in produced:
-        if x is None:
+    for j, x in enumerate(produced):
+        if x is None or j in unchanged:
             continue
         shape, strides = tuple(x.shape), tuple(x.stride())
         perm = None if is_row_major(shape, strides) else dense_permutation(shape, strides)
@@ -145,9 +161,8 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         outputs.append(OutputSpec(shape, strides, x.dtype, nbytes))
         perms.append(perm)
 
-    name = op._schema.name.split("::", 1)[1] + ("" if op._overloadname == "default" else "_" + op._overloadname)
-    graph, none_positions = graph_for(call, specs, perms, name)
-    if len(none_positions) + len(outputs) != len(produced) or any(produced[p] is not None for p in none_positions):
+    if len(none_positions) + len(unchanged) + len(outputs) != len(produced) or len(graph.outputs) != len(outputs) \
+            or any(produced[p] is not None for p in none_positions):
         raise NotLowerable(f"{op}: the traced results do not match its meta results")
     for value, spec, perm in zip(graph.outputs, outputs, perms):
         shape = tuple(spec.shape[p] for p in perm) if perm is not None else spec.shape
@@ -167,7 +182,25 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         none_positions=none_positions,
         out_spec=out_spec,
         mutated=mutated,
+        unchanged=list(unchanged),
     )
+
+
+def _written_sources(op, args, kwargs, mutated, flat) -> list:
+    """For each tensor an in-place call writes, its position among the flattened arguments."""
+    by_name = arguments_by_name(op, args, kwargs)
+    written, _ = tree_flatten([by_name[n] for n in mutated])
+    return [next((p for p, x in enumerate(flat) if x is w), None) if isinstance(w, torch.Tensor) else None
+            for w in written if w is not None]
+
+
+def _output_perms(produced: list) -> list:
+    """The dim order of each result's buffer (None: row-major, or no result)."""
+    perms = []
+    for x in produced:
+        shape, strides = (tuple(x.shape), tuple(x.stride())) if x is not None else ((), ())
+        perms.append(None if x is None or is_row_major(shape, strides) else dense_permutation(shape, strides))
+    return perms
 
 
 def _with_cpus_layouts(results: list, cpu_results: list) -> list:

@@ -180,14 +180,19 @@ def neuron_kernel(op, *args, **kwargs):
 
 
 def _runtime_scalar(op, name: str, args, kwargs):
-    """The float Scalar ``name`` of a call over float32 neuron tensors as a 0-d device tensor."""
+    """The float Scalar ``name`` of a call over float32 neuron tensors as a 0-d device tensor (a
+    Scalar[] of floats: a 1-d one)."""
     value = argument(op, args, kwargs, name)
-    if type(value) is not float:
+    floats = isinstance(value, (list, tuple)) and value and all(type(v) is float for v in value)
+    if type(value) is not float and not floats:
         return args, kwargs
     tensors = [x for x in _leaves(args, kwargs) if isinstance(x, torch.Tensor)]
     if not tensors or any(t.dtype != torch.float32 or t.device.type != "neuron" for t in tensors):
         return args, kwargs
-    scalar = _device_scalar(value, tensors[0].device)
+    if floats:
+        scalar = torch.tensor(value, dtype=torch.float32).to(tensors[0].device)
+    else:
+        scalar = _device_scalar(value, tensors[0].device)
     return with_argument(op, args, kwargs, name, scalar)
 
 
@@ -289,7 +294,7 @@ def _resize_outs(entry, targets) -> bool:
     """Resize out= tensors whose shape is not the result's, with the result's strides, as CPU
     kernels do."""
     resized = False
-    for target, spec in zip(targets, entry.outputs):
+    for target, spec in zip(entry.output_targets(targets), entry.outputs):
         if tuple(target.shape) != spec.shape:
             target.resize_(spec.shape)
             if target.stride() != spec.strides:

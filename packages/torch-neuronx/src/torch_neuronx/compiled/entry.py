@@ -17,7 +17,7 @@ from torch.utils._pytree import treespec_dumps, treespec_loads
 from .dtypes import sim_dtype, torch_dtype
 
 METADATA_KEY = "torch_neuronx.entry"
-METADATA_VERSION = 3  # bump when what a NEFF is compiled for, or its metadata, changes
+METADATA_VERSION = 4  # bump when what a NEFF is compiled for, or its metadata, changes
 
 
 @dataclass
@@ -39,6 +39,8 @@ class CompiledNeff:
     none_positions: list[int] = field(default_factory=list)  # result leaves that are None (no output)
     out_spec: object = None  # pytree spec of the op's return value
     mutated: list[str] = field(default_factory=list)  # written argument names (mutating overloads)
+    # written tensors the op leaves as they are (indices into them; no output, nothing written)
+    unchanged: list[int] = field(default_factory=list)
     # -- set by the cache, not stored --
     context: str = ""  # the call as launches and errors name it: op(shapes)
     errors: object = None  # its launches' errors= (ops.index_errors: CPU's error for a bad index)
@@ -56,7 +58,16 @@ class CompiledNeff:
             "none_positions": self.none_positions,
             "out_spec": None if self.out_spec is None else treespec_dumps(self.out_spec),
             "mutated": self.mutated,
+            "unchanged": self.unchanged,
         }
+
+    def output_targets(self, targets: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The written tensors of a mutating call that outputs ``out0..`` go to, in order (those
+        the op leaves unchanged - a fused optimizer's gradients without a grad scale - have none)."""
+        if not self.unchanged:
+            return targets[: len(self.outputs)]
+        skipped = set(self.unchanged)
+        return [t for j, t in enumerate(targets) if j not in skipped][: len(self.outputs)]
 
     @classmethod
     def from_neff(cls, neff) -> CompiledNeff:
@@ -75,6 +86,7 @@ class CompiledNeff:
                 none_positions=[int(p) for p in meta["none_positions"]],
                 out_spec=None if meta["out_spec"] is None else treespec_loads(meta["out_spec"]),
                 mutated=[str(m) for m in meta["mutated"]],
+                unchanged=[int(j) for j in meta["unchanged"]],
             )
         except Exception as err:  # whatever malformed metadata provokes; the cause stays chained
             raise ValueError(f"NEFF {name!r}: malformed {METADATA_KEY} metadata: {type(err).__name__}: {err}") from err

@@ -37,15 +37,16 @@ def launch_op(entry: CompiledNeff, op, tensors: list[torch.Tensor], targets: lis
     buffers = {}  # the program's own constants bind themselves (neuron_sim.runtime.constants)
     for name, t, nbytes in zip(_names(_IN_NAMES, "in", len(tensors)), tensors, entry.in_nbytes):
         buffers[name] = (t, nbytes)
-    in_place = [writes_in_place(entry, j, t, targets, tensors) for j, t in enumerate(targets[: len(entry.outputs)])] \
+    written = entry.output_targets(targets) if targets is not None else None
+    in_place = [writes_in_place(entry, j, t, targets, tensors) for j, t in enumerate(written)] \
         if targets is not None else None
     if in_place is not None and not all(in_place) and any(
-            torch._debug_has_internal_overlap(t) == 1 for t, ok in zip(targets, in_place) if not ok):
+            torch._debug_has_internal_overlap(t) == 1 for t, ok in zip(written, in_place) if not ok):
         raise OverlappingTarget(f"{op._schema.name} writes a tensor whose elements share memory")
     results, copies = [], []
     out_names = _names(_OUT_NAMES, "out", len(entry.outputs))
     for j, spec in enumerate(entry.outputs):
-        target = targets[j] if targets is not None else None
+        target = written[j] if targets is not None else None
         if target is not None and in_place[j]:
             out = target
         else:

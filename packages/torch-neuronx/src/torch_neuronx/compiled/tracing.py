@@ -72,9 +72,9 @@ def trace(fn, specs: list[TensorSpec]) -> torch.fx.GraphModule:
 
 
 def graph_for(fn, specs: list[TensorSpec], out_perms: list, name: str) -> tuple[Graph, list[int]]:
-    """The graph of ``fn`` over buffers: inputs ``in{i}``, outputs ``out{j}`` (``out_perms[j]``
-    the dim order of output j's buffer, None for row-major). Also returns the positions of
-    ``fn``'s None results, which have no graph output."""
+    """The graph of ``fn`` over buffers: inputs ``in{i}``, outputs ``out{j}``, one per result of
+    ``fn`` that is not None (``out_perms[r]``: the dim order of result r's buffer, None for
+    row-major). Also returns the positions of ``fn``'s None results, which have no graph output."""
     gm = trace(fn, specs)
     examples = [torch.empty(shape, dtype=dtype) for shape, _strides, dtype in specs]
     try:
@@ -82,7 +82,8 @@ def graph_for(fn, specs: list[TensorSpec], out_perms: list, name: str) -> tuple[
     except FrontendError as err:
         raise NotLowerable(str(err)) from None
     none_positions = list(getattr(body, "none_outputs", None) or [])
-    return _over_buffers(body, specs, out_perms, name), none_positions
+    perms = [perm for r, perm in enumerate(out_perms) if r not in none_positions]
+    return _over_buffers(body, specs, perms, name), none_positions
 
 
 def _over_buffers(body: Graph, specs, out_perms, name: str) -> Graph:

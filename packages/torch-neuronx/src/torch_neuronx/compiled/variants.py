@@ -112,3 +112,45 @@ RUNTIME_SCALARS: dict = {
     torch.ops.aten.addcdiv.default: ("value", _addcdiv),
     torch.ops.aten.addcmul.default: ("value", _addcmul),
 }
+
+
+def _each(per_tensor):
+    """A foreach op's runtime form: ``per_tensor(self[i], ...lists[i], scalar)`` for each i."""
+    def form(self, *rest):
+        *lists, scalar = rest
+        return [per_tensor(x, *(other[i] for other in lists), scalar) for i, x in enumerate(self)]
+    return form
+
+
+def _each_of_list(per_tensor):
+    """A foreach op's runtime form for a Scalar[] given as a 1-d tensor: ``scalars[i]`` each."""
+    def form(self, *rest):
+        *lists, scalars = rest
+        return [per_tensor(x, *(other[i] for other in lists), scalars[i]) for i, x in enumerate(self)]
+    return form
+
+
+_aten = torch.ops.aten
+# Optimizers call foreach ops with the learning rate, betas and bias corrections as Scalars and
+# Scalar[]s (a float per tensor, new every step): the same runtime forms over each tensor. A
+# Scalar[] arrives as one 1-d float32 device tensor.
+for _base, _per_tensor in (("mul", _aten.mul.Tensor), ("div", _aten.div.Tensor), ("add", _aten.add.Tensor),
+                           ("sub", _aten.sub.Tensor), ("lerp", _aten.lerp.Tensor), ("addcdiv", _addcdiv),
+                           ("addcmul", _addcmul)):
+    _packet = getattr(_aten, f"_foreach_{_base}")
+    _name = {"lerp": "weight", "addcdiv": "value", "addcmul": "value"}.get(_base, "scalar")
+    _list_name = "weight" if _base == "lerp" else "scalars"
+    RUNTIME_SCALARS[_packet.Scalar] = (_name, _each(_per_tensor))
+    RUNTIME_SCALARS[_packet.ScalarList] = (_list_name, _each_of_list(_per_tensor))
+# The fused optimizers' learning rate: their tensor_lr overloads take it as a tensor.
+for _name in ("_fused_adam", "_fused_adamw", "_fused_sgd"):
+    _packet = getattr(_aten, _name)
+    RUNTIME_SCALARS[_packet.default] = ("lr", _packet.tensor_lr)
+
+
+def _adagrad_tensor_lr(self, grads, state_sums, state_steps, **kwargs):
+    """``_fused_adagrad.default`` also hands back ``state_steps`` (as they were); tensor_lr does not."""
+    return (*_aten._fused_adagrad.tensor_lr(self, grads, state_sums, state_steps, **kwargs), list(state_steps))
+
+
+RUNTIME_SCALARS[_aten._fused_adagrad.default] = ("lr", _adagrad_tensor_lr)

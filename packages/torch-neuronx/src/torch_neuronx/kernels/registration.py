@@ -11,6 +11,7 @@ from ..device.kernel_library import KernelLibrary
 from .batch_norm import native_batch_norm
 from .convolution import KERNELS as CONVOLUTION_KERNELS
 from .copies import copy_from, copy_from_and_resize, local_scalar_dense, resize_
+from .multi_tensor import fused_optimizers_without_meta, meta_in_place_step, multi_tensor_kernel, multi_tensor_ops
 from .random import ops as random_ops
 from .random.draws import KERNELS as RANDOM_KERNELS
 from .rnn import fused_gru_cell, fused_lstm_cell
@@ -60,6 +61,10 @@ def _register_explicit(lib: torch.library.Library) -> None:
     for name in WHOLE_OP_KERNELS:
         base, _, overload = name.partition(".")
         lib.impl(name, whole_op_kernel(getattr(getattr(torch.ops.aten, base), overload or "default")), "PrivateUse1")
+    for op in multi_tensor_ops():
+        lib.impl(op, multi_tensor_kernel(op), "PrivateUse1")
+    for op in fused_optimizers_without_meta():
+        lib.impl(op, meta_in_place_step, "Meta")
     for name in METADATA_OPS:
         base, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, base), overload or "default")
