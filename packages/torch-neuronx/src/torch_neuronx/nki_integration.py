@@ -76,7 +76,18 @@ def call_kernel(kernel, args, kwargs, executor: str | None = None):
     if len(devices) != 1:
         raise RuntimeError(f"NKI kernel {kernel.__name__} got tensors on several devices: {sorted(map(str, devices))}")
     device = devices.pop()
+    if torch._C._autograd._profiler_enabled():
+        # torch.profiler sees no ATen op for a kernel call: this scope is the op its launch (and
+        # device time, with ProfilerActivity.PrivateUse1) is attributed to, as ATen ops' launches are.
+        # A function scope, not record_function's user scope: Kineto forwards only non-user scopes'
+        # correlation ids to the device profiler (user scopes get their own, annotation-only ids).
+        with torch._C._profiler._RecordFunctionFast(f"nki::{kernel.__name__}"):
+            return _device_call(kernel, args, kwargs, executor, device)
+    return _device_call(kernel, args, kwargs, executor, device)
 
+
+def _device_call(kernel, args, kwargs, executor: str | None, device: torch.device):
+    """Launch ``kernel`` on ``device`` with neuron tensors (see ``call_kernel``)."""
     # Contiguous operands: the kernel addresses HBM row-major. Written parameters that had to be
     # copied are copied back after the kernel.
     write_back = []

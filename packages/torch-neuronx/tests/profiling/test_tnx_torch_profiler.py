@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch_neuronx
 from neuron_explorer import CaptureConfigError, open_profile
-from tnx_helpers import op_records
+from tnx_helpers import op_records, sin_kernel
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, schedule
 from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
@@ -127,6 +127,25 @@ def test_backward_ops_get_their_device_time():
         torch.neuron.synchronize()
     got = _device_us(prof)
     assert "aten::mm" in got and "aten::threshold_backward" in got, got
+
+
+def test_an_nki_kernel_call_is_the_op_its_launch_is_attributed_to():
+    x = torch.rand(128, 64, device="neuron")
+    out = torch.empty_like(x)
+
+    def step():
+        sin_kernel(x, out)
+
+    step()  # compiled and warm
+    expected = _launch_us(step)
+    assert set(expected) == {"sin_kernel"}, expected
+    with profile(activities=ACTIVITIES) as prof:
+        step()
+        torch.neuron.synchronize()
+    got = _device_us(prof)
+    assert set(got) == {"nki::sin_kernel"}, got
+    assert got["nki::sin_kernel"] == pytest.approx(expected["sin_kernel"], rel=1e-3)
+    torch.testing.assert_close(out.cpu(), torch.sin(x.cpu()))
 
 
 def test_ops_on_a_side_stream_are_on_their_own_track(tmp_path):
