@@ -141,6 +141,25 @@ def test_emit_records_the_callers_line_and_validates():
     assert info.value.rule == "shape.free_mismatch" and os.path.basename(__file__) in str(info.value)
 
 
+def test_caller_location_skips_the_named_packages_by_module_not_by_prefix():
+    import sys
+
+    from neuron_sim.builder import caller_location
+
+    def call_from(module_name: str):
+        """A function of module ``module_name`` (file /lib/<name>.py) that asks for its caller's line."""
+        namespace = {"__name__": module_name, "caller_location": caller_location}
+        exec(compile("def call(skip):\n    return caller_location(skip)\n", f"/lib/{module_name}.py", "exec"), namespace)
+        return namespace["call"]
+
+    line = sys._getframe().f_lineno
+    framework, lookalike = call_from("myframework.ops"), call_from("myframework_tools")
+    for _ in range(2):  # the second walk answers from what the first learnt about each module
+        assert framework(("myframework",)) == f"{__file__}:{line + 3}"
+        assert lookalike(("myframework",)) == "/lib/myframework_tools.py:2"
+        assert framework(("other",)) == "/lib/myframework.ops.py:2"
+
+
 def test_build_release_and_run():
     b = ProgramBuilder("scale", TRN2)
     x = b.input("x", (16, 32), "float32")

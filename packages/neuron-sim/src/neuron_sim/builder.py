@@ -33,16 +33,31 @@ def in_packages(frame, packages: tuple[str, ...]) -> bool:
     """Whether ``frame`` runs code of one of ``packages`` (or their submodules), judged by the
     module the code belongs to - not by its file's directory, which a user package named like
     ours (``neuron_sim_tools/``) would share as a prefix."""
-    module = frame.f_globals.get("__name__") or ""
+    return _module_in(frame.f_globals.get("__name__") or "", packages)
+
+
+def _module_in(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+# Skipped packages -> {module name: whether its frames are skipped}. A profiled eager op walks ~15
+# frames per launch; judging each module once keeps the walk at a dict lookup per frame.
+_skipped_modules: dict[tuple[str, ...], dict[str, bool]] = {}
 
 
 def caller_location(skip_packages: tuple[str, ...] = ()) -> str | None:
     """``file:line`` of the innermost frame outside neuron_sim (and ``skip_packages``)."""
     frame = sys._getframe(1)
     skip = ("neuron_sim",) + tuple(skip_packages)
+    known = _skipped_modules.get(skip)
+    if known is None:
+        known = _skipped_modules.setdefault(skip, {})
     while frame is not None:
-        if not in_packages(frame, skip) and not frame.f_code.co_filename.startswith("<frozen"):
+        module = frame.f_globals.get("__name__") or ""
+        skipped = known.get(module)
+        if skipped is None:
+            skipped = known[module] = _module_in(module, skip)
+        if not skipped and not frame.f_code.co_filename.startswith("<frozen"):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None

@@ -32,6 +32,18 @@ def test_records_have_kinds_names_and_simulated_times(runtime, sink, matmul, mat
     assert all(r.host_end_ns >= r.host_start_ns for r in records)
 
 
+def test_a_launch_carries_the_call_site_it_was_given(runtime, sink, matmul, matmul_buffers):
+    records: list[LaunchRecord] = []
+    sink.subscribe(records.append)
+    q = runtime.device(0).default_queue
+    q.launch(matmul, matmul_buffers(), call_site="/home/me/train.py:42")
+    q.launch(matmul, matmul_buffers(1))
+    q.synchronize()
+    assert [r.call_site for r in records] == ["/home/me/train.py:42", None]
+    # the program (shared by both launches) keeps its own locations
+    assert records[0].program is records[1].program and "train.py" not in str(matmul.instructions[0].location)
+
+
 def test_device_rows_are_shifted_to_absolute_time(runtime, sink, matmul, matmul_buffers):
     records = []
     sink.subscribe(records.append)

@@ -189,6 +189,10 @@ def task_line(record, core: int, thread_id: int, events: list[str], profiled: bo
         "thread_id": thread_id, "executor": record.executor, "error": record.error, "events": list(events),
         "program": getattr(record.program, "name", None), "device_profiled": profiled,
     }
+    call_site = getattr(record, "call_site", None)
+    if call_site:  # the user's line behind an eager op (its program's locations are the lowering's)
+        line["call_site"] = call_site
+        writer.note_source(call_site)
     if profiled:
         neff = writer.neff_name(record.program, record.metadata, record.timing.summary)
         line["neff"] = neff

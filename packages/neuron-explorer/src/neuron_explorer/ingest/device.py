@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from ..output.parquet import TableWriter, constant
 from .lookups import int_ns
+from .schedule import as_dictionary
 
 PENDING_ROWS = 1 << 17  # instruction rows held before writing them out
 
@@ -23,9 +24,12 @@ class DeviceEmitter:
         self._pending: dict[str, tuple[object, list]] = {}  # view key -> (view, [execution tuples])
         self._rows = 0
 
-    def add(self, view, launch_id: int, nc: int, start_ns: float, name: str, node_id: int) -> None:
+    def add(self, view, launch_id: int, nc: int, start_ns: float, name: str, node_id: int,
+            call_site: tuple[str, str] | None = None) -> None:
+        """``call_site``: (location, stack frame ids) every instruction row of this execution points
+        at instead of the program's own locations (an eager op's user line)."""
         moved = self.hbm_moved.get(nc, 0.0)
-        entry = (launch_id, nc, float(start_ns), name, node_id, self.next_instruction, self.next_dma, moved)
+        entry = (launch_id, nc, float(start_ns), name, node_id, self.next_instruction, self.next_dma, moved, call_site)
         self.next_instruction += view.rows
         self.next_dma += len(view.dma_start)
         if len(view.hbm[2]):
@@ -48,12 +52,12 @@ class DeviceEmitter:
 
     def _emit(self, view, executions: list) -> None:
         m = len(executions)
-        launch, nc, base, names, node, first, dma_first, hbm_base = (np.asarray(c) if i != 3 else list(c)
-                                                                    for i, c in enumerate(zip(*executions)))
+        launch, nc, base, names, node, first, dma_first, hbm_base, sites = (np.asarray(c) if i not in (3, 8) else list(c)
+                                                                           for i, c in enumerate(zip(*executions)))
         base = base.astype(np.float64)
         n = view.rows
         if n:
-            self._instructions(view, m, n, launch, nc, base, names, node, first)
+            self._instructions(view, m, n, launch, nc, base, names, node, first, sites)
         if len(view.dma_start):
             self._dma(view, m, launch, nc, base, first, dma_first)
         if len(view.sem_ts):
@@ -101,19 +105,24 @@ class DeviceEmitter:
             self.w[table].append(m * k, launch_id=np.repeat(launch, k), nc_idx=np.repeat(nc, k), pcore_idx=constant(0, m * k),
                                  timestamp=_shifted(times, base), avg_util_percent=np.tile(percent.mean(axis=1), m), **columns)
 
-    def _instructions(self, view, m, n, launch, nc, base, names, node, first) -> None:
+    def _instructions(self, view, m, n, launch, nc, base, names, node, first, sites) -> None:
         start_ts = _shifted(view.start, base)
         end_ts = _shifted(view.end, base)
         s, nums = view.strings, view.numbers
         same_name = all(x == names[0] for x in names)
         hlo = constant(names[0], m * n) if same_name else pa.array(np.repeat(np.array(names, dtype=object), n), pa.string())
+        location = _tiled(s["nki_source_location"], m)
+        frames = _tiled(s["stack_frame_ids"], m)
+        if any(site is not None for site in sites):
+            location, frames = (_per_execution(tiled, [None if site is None else site[k] for site in sites], n)
+                                for k, tiled in enumerate((location, frames)))
         self.w["Instruction"].append(
             m * n, id=np.add.outer(first, np.arange(n)).ravel(), launch_id=np.repeat(launch, n), nc_idx=np.repeat(nc, n),
             pcore_idx=constant(0, m * n), start_ts=start_ts, end_ts=end_ts, duration_ns=end_ts - start_ts,
             engine=_tiled(s["engine"], m), timeline_track=_tiled(s["timeline_track"], m), opcode=_tiled(s["opcode"], m),
             operands=_tiled(s["operands"], m), pc=np.tile(nums["pc"], m), evt_wait_time_ns=np.tile(view.wait_ns, m),
-            waited_on=_tiled(s["waited_on"], m), hlo_name=hlo, nki_source_location=_tiled(s["nki_source_location"], m),
-            stack_frame_ids=_tiled(s["stack_frame_ids"], m), framework_node_id=np.repeat(node, n),
+            waited_on=_tiled(s["waited_on"], m), hlo_name=hlo, nki_source_location=location,
+            stack_frame_ids=frames, framework_node_id=np.repeat(node, n),
             **{k: np.tile(nums[k], m) for k in ("hbm_read_bytes", "hbm_write_bytes", "sbuf_read_bytes", "sbuf_write_bytes",
                                                 "psum_read_bytes", "psum_write_bytes", "raw_flops", "adjusted_flops")},
             flops_transpose=np.tile(nums["transpose_flops"], m), performance_mode=_tiled(s["performance_mode"], m))
@@ -135,6 +144,21 @@ class DeviceEmitter:
 def _shifted(relative: np.ndarray, bases: np.ndarray) -> np.ndarray:
     """Relative times of one schedule placed at each execution's start, as integer ns."""
     return int_ns(np.add.outer(bases, relative).ravel())
+
+
+def _per_execution(tiled, values: list, n: int) -> pa.DictionaryArray:
+    """``tiled`` (a string column of ``n`` rows per execution) with the rows of each execution
+    whose value is not None set to that value. Works on dictionary indices, not on the strings:
+    a profiled eager run has a call site on every launch."""
+    tiled = as_dictionary(tiled)
+    extra = list(dict.fromkeys(v for v in values if v is not None))
+    code = {v: len(tiled.dictionary) + k for k, v in enumerate(extra)}
+    replaced = np.repeat(np.array([-1 if v is None else code[v] for v in values], np.int32), n)
+    keep = replaced < 0
+    indices = np.where(keep, tiled.indices.fill_null(0).to_numpy(), replaced)
+    null = keep & ~tiled.indices.is_valid().to_numpy(zero_copy_only=False)  # rows left as they were, null there
+    dictionary = pa.concat_arrays([tiled.dictionary, pa.array(extra, tiled.dictionary.type)])
+    return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32(), mask=null if null.any() else None), dictionary)
 
 
 def _tiled(array, m: int):

@@ -198,7 +198,7 @@ class _Ingest:
             if profiled:
                 view = self.views.get(task["timing"], task["neff"])
                 self._note_target(task["neff"])
-                self.device.add(view, launch_id, nc, start, name, node_id)
+                self.device.add(view, launch_id, nc, start, name, node_id, self._call_site(task))
                 rows = view.rows
                 peaks = self.peaks[self.targets[task["neff"]]]
                 self._summary_rows.append(summary_row("execution", view.rollup, end - start, peaks, launch_id, nc))
@@ -215,6 +215,13 @@ class _Ingest:
             "framework_node_id": node_id, "row_count": rows,
         })
         self._system_events(task, start, end)
+
+    def _call_site(self, task: dict) -> tuple[str, str] | None:
+        """(location, stack frame ids) of the user's line an eager op's launch came from: its rows
+        point there rather than at the lowering, whose locations every call site of the op shares."""
+        site = task.get("call_site")
+        frame = self.frames.frame(site) if site else None
+        return None if frame is None else (site, f"[{frame}]")
 
     def _note_target(self, neff_name: str) -> None:
         if neff_name not in self.targets:

@@ -4,6 +4,7 @@
         session.json            versions, host, pid, clocks, capture options, what the files hold
         system_trace.jsonl      one JSON object per runtime task (launches, copies, host tasks), in
                                 completion order per queue; appended while the capture runs
+                                (an eager op's launch also has "call_site": the user's file:line)
         host_samples.jsonl      host CPU utilization and memory samples, when captured
         device/timing_<n>.*.parquet
                                 the device timeline of each distinct program schedule (instructions,

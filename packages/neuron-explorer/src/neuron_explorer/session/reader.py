@@ -150,6 +150,9 @@ class Session:
             value = record.get(key)
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                 raise ProfileFormatError(f"{path}, line {number}: field {key!r} is {value!r}, expected {kind}")
+        if not isinstance(record.get("call_site", ""), str):
+            raise ProfileFormatError(f"{path}, line {number}: field 'call_site' is {record['call_site']!r}, expected a "
+                                     f"'file:line' string")
         if record["device_profiled"] and not (isinstance(record.get("timing"), str) and isinstance(record.get("neff"), str)):
             raise ProfileFormatError(f"{path}, line {number}: a device-profiled execution without its timing and NEFF")
         return record

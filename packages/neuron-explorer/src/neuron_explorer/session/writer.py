@@ -90,6 +90,12 @@ class SessionWriter:
             self._trace.flush()
             self.task_count += len(lines)
 
+    def note_source(self, location: str) -> None:
+        """Copy the file of ``location`` (``file:line``) into the session at close."""
+        path = location.rpartition(":")[0]
+        if path:
+            self._source_paths.add(path)
+
     def neff_name(self, program, metadata: dict, timing_summary: dict | None) -> str:
         """The NEFF file that will hold ``program`` (written at close)."""
         known = self._neffs.get(id(program))

@@ -82,7 +82,7 @@ class Queue:
     def launch(self, neff_or_program, buffers: Mapping, name: str | None = None, context: str | None = None, *,
                executor: str | None = None, executor_options: Mapping | None = None,
                not_before_ns: float = 0.0, errors: Callable[[BaseException], BaseException | None] | None = None,
-               ) -> Submission:
+               call_site: str | None = None) -> Submission:
         """Run a program (or a Neff's program) on this queue's NeuronCore with ``buffers`` bound
         to its input/output/inout tensors (numpy arrays or HbmAllocations, by tensor name).
         Internal tensors are allocated from the device's HBM for the duration of the launch.
@@ -100,7 +100,10 @@ class Queue:
           raises to the one to keep (None: keep it), e.g. a framework op's own error type for an
           ``IndexOutOfBoundsError``. Applied when the launch fails, so the sync error's
           ``original`` and every later read of the memory it left unwritten carry the mapped
-          error (chained to the simulator's)."""
+          error (chained to the simulator's).
+        * ``call_site``: the framework user's source line that issued the launch (``file:line``),
+          carried to its LaunchRecord for profilers (the program's own locations are shared by
+          every call site of a cached program)."""
         device = self.device
         device.guard.check()
         if executor is not None:
@@ -115,6 +118,7 @@ class Queue:
             bound = bind_buffers(program, with_constants(program, buffers), device.hbm, device.name)
         task = Task(WORK, RecordKind.NEFF, name or programs[0].name, context)
         task.errors = errors
+        task.call_site = call_site
         task.programs = programs
         task.buffers = bound
         task.spec = spec = device.core.resolve(executor, programs)
@@ -513,7 +517,7 @@ class Queue:
                     launch_id=task.launch_id, device=device.index, queue=self.name, name=task.name, kind=task.kind,
                     start_ns=task.start_ns, end_ns=task.end_ns, host_start_ns=host_start, host_end_ns=host_end,
                     context=task.context, timings=task.timings, programs=task.programs, metadata=task.metadata,
-                    executor=task.executor, core_id=device.core_id,
+                    executor=task.executor, core_id=device.core_id, call_site=task.call_site,
                     error=None if failure is None else failure.summary(),
                     pid=device.pid, anchor=device.anchor,
                 )

@@ -33,7 +33,7 @@ class Task:
     __slots__ = (
         "role", "seq", "launch_id", "kind", "name", "context", "start_ns", "end_ns", "execute",
         "marker", "programs", "buffers", "timings", "metadata", "spec", "options", "executor", "reports",
-        "reads", "writes", "errors", "cause",
+        "reads", "writes", "errors", "cause", "call_site",
     )
 
     def __init__(self, role: str, kind: str = "", name: str = "", context: str | None = None):
@@ -41,6 +41,7 @@ class Task:
         self.kind = kind
         self.name = name
         self.context = context
+        self.call_site: str | None = None  # the framework user's line that issued it ("file:line")
         self.seq = -1
         self.launch_id = 0
         self.start_ns = self.end_ns = 0.0

@@ -99,6 +99,7 @@ class LaunchRecord:
     error: str | None = None  # set when the task failed or was skipped; the error surfaces at synchronization
     pid: int = field(default_factory=os.getpid)
     anchor: ClockAnchor = _NO_ANCHOR
+    call_site: str | None = None  # the framework user's line that issued the launch ("file:line"), if given
 
     @property
     def duration_ns(self) -> float:

@@ -16,12 +16,21 @@ import time
 from collections.abc import Callable, Mapping
 
 import torch
+from neuron_sim.builder import caller_location
 from neuron_sim.runtime import Queue, Runtime, Submission
 
 from ..device import state
 from .host import written_span
 
 Buffer = tuple  # (torch.Tensor | torch.UntypedStorage | int address, nbytes)
+
+# Frames of these packages are the framework, not the user's code that issued an op.
+_FRAMEWORK_PACKAGES = ("torch", "torch_neuronx", "functorch", "neuronxcc", "nki", "neuron_explorer")
+
+
+def user_call_site() -> str | None:
+    """``file:line`` of the innermost frame of the user's code (outside torch and this SDK)."""
+    return caller_location(_FRAMEWORK_PACKAGES)
 
 
 def _stream_id(index: int, stream) -> int:
@@ -60,8 +69,12 @@ def launch_neff(neff, buffers: Mapping[str, Buffer], *, device: torch.device | i
     bound = {}
     for n, (memory, nbytes) in buffers.items():
         bound[n] = numpy_bytes(memory if type(memory) is int else memory.data_ptr(), nbytes)
+    # An eager op's program is cached and shared by every line that calls the op, so its
+    # instructions carry the compiler's own lines; a profile gets the user's line from the launch
+    # (only while one runs: the stack walk costs a few us).
+    call_site = user_call_site() if started and framework == "eager" else None
     submission = q.launch(neff, bound, name=name, context=context, executor=executor, not_before_ns=not_before_ns,
-                          errors=errors)
+                          errors=errors, call_site=call_site)
     if started:
         q.publish_op(name, submission, host_start_ns=started, context=context, framework=framework, stream_id=stream_id)
     return submission
