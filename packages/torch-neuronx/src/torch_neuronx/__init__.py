@@ -62,6 +62,10 @@ from .nki_fast_form import fast_form  # noqa: E402
 from .nki_op import nki_op, wrap_nki  # noqa: E402
 from .ops.tracking import clear_op_tracking, get_executed_ops, get_fallback_ops, get_fallback_reasons  # noqa: E402
 
+# The Python side of the shim's Kineto activity profiler, loaded now rather than when a profile
+# starts: torch.profiler(with_stack=True) is already tracing then (see profiling.kineto_window).
+from .profiling import kineto_window as _kineto_window  # noqa: E402, F401
+
 __version__ = "2.13.0+sim"
 
 

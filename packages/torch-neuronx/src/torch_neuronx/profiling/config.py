@@ -9,11 +9,8 @@ session reads the options from here.
 from __future__ import annotations
 
 import enum
-import itertools
 import os
-import threading
 import time
-import weakref
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,6 +20,8 @@ from neuron_explorer.capture import parse_core_list
 from neuron_explorer.capture.config import DEFAULT_MAX_EVENTS_PER_NC, DEFAULT_OUTPUT_DIR, OUTPUT_DIR_ENV
 from neuron_explorer.capture.recorder import visible_cores
 
+from .registry import KEY, register
+
 
 class ProfileMode(enum.Enum):
     DEVICE = "device"  # instruction-level traces of every device execution in the profiled steps
@@ -31,10 +30,6 @@ class ProfileMode(enum.Enum):
     HOST_MEMORY = "host_memory"  # host memory samples
 
 
-_ids = itertools.count(1)
-_configs: weakref.WeakValueDictionary[int, NeuronConfig] = weakref.WeakValueDictionary()
-_lock = threading.Lock()
-KEY = "neuron_config"
 
 
 class NeuronConfig(torch._C._profiler._ExperimentalConfig):
@@ -63,9 +58,7 @@ class NeuronConfig(torch._C._profiler._ExperimentalConfig):
         self.sessions: list[Path] = []  # one capture session per profiled window, in order
         self.session_started: dict[Path, float] = {}  # session -> time.time() its window opened
         self.capture_config().check_cores(visible_cores())  # a core this process lacks fails here, not in Kineto
-        with _lock:
-            self.id = next(_ids)
-            _configs[self.id] = self
+        self.id = register(self)
         super().__init__(custom_profiler_config=f"{KEY}:{self.id};" + ";".join(
             f"{k}:{v}" for k, v in (("modes", ",".join(sorted(m.name for m in self.modes))),
                                     ("capture_enabled_for_nc", capture_enabled_for_nc or ""),
@@ -91,18 +84,3 @@ class NeuronConfig(torch._C._profiler._ExperimentalConfig):
     def get_session_dir(self) -> Path | None:
         """The session directory of the latest profiled window (None before the first)."""
         return self.sessions[-1] if self.sessions else None
-
-
-def config_from_custom(text: str) -> NeuronConfig | None:
-    """The NeuronConfig a Kineto custom config string names (None: the profile has none)."""
-    fields = dict(part.split(":", 1) for part in text.split(";") if ":" in part)
-    if KEY not in fields:
-        return None
-    try:
-        config = _configs.get(int(fields.get(KEY, "")))
-    except ValueError:
-        config = None
-    if config is None:
-        raise ValueError(f"torch.profiler custom config {text!r} names no live NeuronConfig; pass "
-                         f"experimental_config=NeuronConfig(...)")
-    return config

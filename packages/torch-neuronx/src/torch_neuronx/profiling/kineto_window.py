@@ -21,14 +21,21 @@ import itertools
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
-from neuron_explorer import Recorder
-from neuron_explorer.capture.recorder import task_events
 from neuron_sim.trace import RecordKind, TraceSession
 
 from .. import _C, execution
 from ..device import hooks
-from .config import NeuronConfig, config_from_custom
+from .registry import config_from_custom
+
+if TYPE_CHECKING:
+    from .config import NeuronConfig
+
+# This module is imported with torch_neuronx and imports nothing that is not already loaded then:
+# a window opens while torch.profiler's with_stack tracer runs, and a module first imported under
+# that tracer leaves it names pointing into the module's freed code (key_averages() then fails to
+# decode them). neuron-explorer is only needed with a NeuronConfig, which imported it already.
 
 _ids = itertools.count(1)
 _lock = threading.Lock()
@@ -40,7 +47,11 @@ class Window:
     def __init__(self, config: NeuronConfig | None):
         self.config = config
         self.cores = None if config is None else config.cores
-        self.recorder = None if config is None else Recorder(config.profile_output_dir, config.capture_config())
+        self.recorder = None
+        if config is not None:
+            from neuron_explorer import Recorder  # loaded by the NeuronConfig's module
+
+            self.recorder = Recorder(config.profile_output_dir, config.capture_config())
         self.issued: dict[int, tuple[int, int, int]] = {}  # launch id -> (correlation id, perf_counter_ns, thread) at issue
         self.launches: list = []  # the runtime's LaunchRecords
         self.session = TraceSession(on_record=self._receive)
@@ -73,6 +84,8 @@ class Window:
         return self.wall0 + (perf_ns - self.perf0)
 
     def activities(self) -> list[tuple]:
+        from neuron_explorer.capture.recorder import task_events  # after the window: the tracer has stopped
+
         ends: dict[tuple[int, str], int] = {}
         out = []
         for rec in sorted(self.launches, key=lambda r: r.launch_id):
