@@ -255,10 +255,12 @@ def test_bad_configs_name_the_value(tmp_path):
         NeuronProfiler(torch_neuronx)
 
 
-def test_neff_cache_dir_copies_the_neffs_compiled_in_the_window(tmp_path):
-    import os
-
-    config = NeuronConfig(profile_output_dir=tmp_path, neff_cache_dir=os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"])
+def test_neff_cache_dir_copies_the_neffs_compiled_in_the_window(tmp_path, monkeypatch):
+    # A disk cache of this test's own: NEFFs an earlier run left in the shared one would load
+    # from disk instead of being compiled in the window.
+    cache_dir = tmp_path / "neff-cache"
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(cache_dir))
+    config = NeuronConfig(profile_output_dir=tmp_path / "profiles", neff_cache_dir=cache_dir)
     x = torch.randn(3, 77, 5, device="neuron")  # a shape no other test compiles
     with NeuronProfiler(config).profile():
         torch.tanh(x * 3.0)
