@@ -17,18 +17,7 @@ steps (device and runtime traces, NEFFs) and ``NeuronProfiler.export_trace`` put
 ``trace.json`` beside it.
 """
 
+from .config import NeuronConfig, ProfileMode
+from .profiler import NeuronProfiler
+
 __all__ = ["NeuronConfig", "ProfileMode", "NeuronProfiler"]
-
-
-def __getattr__(name: str):
-    # Loaded on first use: they import neuron-explorer and pyarrow, which ``import torch_neuronx``
-    # does not (it imports only ``kineto_window`` of this package).
-    if name in ("NeuronConfig", "ProfileMode"):
-        from . import config
-
-        return getattr(config, name)
-    if name == "NeuronProfiler":
-        from .profiler import NeuronProfiler
-
-        return NeuronProfiler
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

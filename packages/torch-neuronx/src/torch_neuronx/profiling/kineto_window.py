@@ -23,6 +23,8 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from neuron_explorer import Recorder
+from neuron_explorer.capture.recorder import task_events
 from neuron_sim.trace import RecordKind, TraceSession
 
 from .. import _C, execution
@@ -32,10 +34,10 @@ from .registry import config_from_custom
 if TYPE_CHECKING:
     from .config import NeuronConfig
 
-# This module is imported with torch_neuronx and imports nothing that is not already loaded then:
+# This module (and neuron-explorer behind it) is imported with torch_neuronx, before any profile:
 # a window opens while torch.profiler's with_stack tracer runs, and a module first imported under
 # that tracer leaves it names pointing into the module's freed code (key_averages() then fails to
-# decode them). neuron-explorer is only needed with a NeuronConfig, which imported it already.
+# decode them).
 
 _ids = itertools.count(1)
 _lock = threading.Lock()
@@ -49,8 +51,6 @@ class Window:
         self.cores = None if config is None else config.cores
         self.recorder = None
         if config is not None:
-            from neuron_explorer import Recorder  # loaded by the NeuronConfig's module
-
             self.recorder = Recorder(config.profile_output_dir, config.capture_config())
         self.issued: dict[int, tuple[int, int, int]] = {}  # launch id -> (correlation id, perf_counter_ns, thread) at issue
         self.launches: list = []  # the runtime's LaunchRecords
@@ -84,8 +84,6 @@ class Window:
         return self.wall0 + (perf_ns - self.perf0)
 
     def activities(self) -> list[tuple]:
-        from neuron_explorer.capture.recorder import task_events  # after the window: the tracer has stopped
-
         ends: dict[tuple[int, str], int] = {}
         out = []
         for rec in sorted(self.launches, key=lambda r: r.launch_id):
