@@ -28,6 +28,10 @@ from .kernels import registration as _kernel_registration  # noqa: E402
 _device_registration.initialize()
 _kernel_registration.register()
 
+from .distributed import register as _register_distributed  # noqa: E402
+
+_register_distributed()
+
 from .compiled.adaptive import set_adaptive_eager  # noqa: E402
 from .compiled.metrics import eager_metrics  # noqa: E402
 from .device import memory, neuron, random  # noqa: E402
