@@ -43,7 +43,7 @@ from torch._C._distributed_c10d import (
 )
 
 from .. import execution
-from . import timing
+from . import checks, timing
 from .staging import HostStaging, flatten
 
 BACKEND_NAME = "neuron"
@@ -174,13 +174,16 @@ class NeuronProcessGroup(dist.ProcessGroup):
 
     # -- the one path of every collective ------------------------------------------------------
 
-    def _run(self, name: str, kind: str, reads, writes, issue, *, nbytes: int, post=None, value=None) -> dist.Work:
+    def _run(self, name: str, kind: str, reads, writes, issue, *, nbytes: int, agree=(), post=None, value=None) -> dist.Work:
         """Run collective ``name`` (time model ``kind``) on tensors ``reads`` (read) and ``writes``
         (written; both nested lists). ``issue(host_reads, host_writes)`` starts it on gloo and
         returns gloo's Work; ``post(host_writes)`` runs on the host tensors after it completed
-        (before staged outputs are written back)."""
+        (before staged outputs are written back). ``agree``: the tensors whose dtypes and shapes
+        every rank must share (``checks``); None for point-to-point ops, which are not checked."""
         tensors = flatten(reads) + flatten(writes)
         device = _collective_device(name, tensors)
+        if agree is not None and checks.enabled():
+            checks.check_agreement(self._gloo, name, flatten(agree))
         if device is None:  # CPU tensors: gloo's own behaviour (AVG: the sum divided, as on neuron)
             future = _future_of(issue(reads, writes))
             if post is not None:
@@ -215,21 +218,21 @@ class NeuronProcessGroup(dist.ProcessGroup):
         sum_opts, avg = _sum_instead_of_avg(opts)
         post = (lambda hosts: _divide(hosts, self.size())) if avg else None
         return self._run("all_reduce", "all_reduce", tensors, tensors, lambda r, w: self._gloo.allreduce(w, sum_opts),
-                         nbytes=_nbytes(tensors), post=post)
+                         nbytes=_nbytes(tensors), agree=tensors, post=post)
 
     def allreduce_coalesced(self, tensors, opts=None):
         opts = AllreduceCoalescedOptions() if opts is None else opts
         sum_opts, avg = _sum_instead_of_avg(opts)
         post = (lambda hosts: _divide(hosts, self.size())) if avg else None
         return self._run("all_reduce_coalesced", "all_reduce", tensors, tensors,
-                         lambda r, w: self._gloo.allreduce_coalesced(w, sum_opts), nbytes=_nbytes(tensors), post=post)
+                         lambda r, w: self._gloo.allreduce_coalesced(w, sum_opts), nbytes=_nbytes(tensors), agree=tensors, post=post)
 
     # -- one to all, all to one ----------------------------------------------------------------
 
     def broadcast(self, tensors, opts=None):
         opts = BroadcastOptions() if opts is None else opts
         return self._run("broadcast", "broadcast", tensors, tensors, lambda r, w: self._gloo.broadcast(w, opts),
-                         nbytes=_nbytes(tensors))
+                         nbytes=_nbytes(tensors), agree=tensors)
 
     def reduce(self, tensors, opts=None):
         opts = ReduceOptions() if opts is None else opts
@@ -237,34 +240,39 @@ class NeuronProcessGroup(dist.ProcessGroup):
         root = opts.rootRank
         post = (lambda hosts: _divide(hosts, self.size()) if self.rank() == root else None) if avg else None
         return self._run("reduce", "reduce", tensors, tensors, lambda r, w: self._gloo.reduce(w, sum_opts),
-                         nbytes=_nbytes(tensors), post=post)
+                         nbytes=_nbytes(tensors), agree=tensors, post=post)
 
     def gather(self, output_tensors, input_tensors, opts=None):
         opts = GatherOptions() if opts is None else opts
         return self._run("gather", "gather", input_tensors, output_tensors,
-                         lambda r, w: self._gloo.gather(w, r, opts), nbytes=_nbytes(input_tensors) * self.size())
+                         lambda r, w: self._gloo.gather(w, r, opts), nbytes=_nbytes(input_tensors) * self.size(),
+                         agree=input_tensors)
 
     def scatter(self, output_tensors, input_tensors, opts=None):
         opts = ScatterOptions() if opts is None else opts
         return self._run("scatter", "scatter", input_tensors, output_tensors,
-                         lambda r, w: self._gloo.scatter(w, r, opts), nbytes=_nbytes(output_tensors) * self.size())
+                         lambda r, w: self._gloo.scatter(w, r, opts), nbytes=_nbytes(output_tensors) * self.size(),
+                         agree=output_tensors)
 
     # -- all-gather ----------------------------------------------------------------------------
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         opts = AllgatherOptions() if opts is None else opts
         return self._run("all_gather", "all_gather", input_tensors, output_tensors,
-                         lambda r, w: self._gloo.allgather(w, r, opts), nbytes=_nbytes(output_tensors))
+                         lambda r, w: self._gloo.allgather(w, r, opts), nbytes=_nbytes(output_tensors),
+                         agree=[input_tensors, output_tensors])
 
     def allgather_coalesced(self, output_lists, input_list, opts=None):
         opts = AllgatherOptions() if opts is None else opts
         return self._run("all_gather_coalesced", "all_gather", input_list, output_lists,
-                         lambda r, w: self._gloo.allgather_coalesced(w, r, opts), nbytes=_nbytes(output_lists))
+                         lambda r, w: self._gloo.allgather_coalesced(w, r, opts), nbytes=_nbytes(output_lists),
+                         agree=[input_list, output_lists])
 
     def all_gather_single(self, output, input, opts=None):  # noqa: A002  (c10d's names)
         opts = AllgatherOptions() if opts is None else opts
         return self._run("all_gather_into_tensor", "all_gather", [input], [output],
-                         lambda r, w: self._gloo._allgather_base(w[0], r[0], opts), nbytes=_nbytes([output]), value=[output])
+                         lambda r, w: self._gloo._allgather_base(w[0], r[0], opts), nbytes=_nbytes([output]),
+                         agree=[input, output], value=[output])
 
     _allgather_base = all_gather_single  # the pre-2.13 name, still what some callers use
 
@@ -281,7 +289,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         sum_opts, avg = _sum_instead_of_avg(opts)
         post = (lambda hosts: _divide(flatten(hosts), self.size())) if avg else None
         return self._run("reduce_scatter", "reduce_scatter", input_lists, output_tensors,
-                         lambda r, w: self._gloo.reduce_scatter(w, r, sum_opts), nbytes=_nbytes(input_lists), post=post)
+                         lambda r, w: self._gloo.reduce_scatter(w, r, sum_opts), nbytes=_nbytes(input_lists),
+                         agree=[output_tensors, input_lists], post=post)
 
     def reduce_scatter_single(self, output, input, opts=None):  # noqa: A002
         opts = ReduceScatterOptions() if opts is None else opts
@@ -289,7 +298,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         post = (lambda hosts: _divide(hosts, self.size())) if avg else None
         return self._run("reduce_scatter_tensor", "reduce_scatter", [input], [output],
                          lambda r, w: self._gloo._reduce_scatter_base(w[0], r[0], sum_opts), nbytes=_nbytes([input]),
-                         post=post, value=[output])
+                         agree=[output, input], post=post, value=[output])
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -323,6 +332,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
         if neuron:
             # as a barrier on a device stream would: it returns after the work queued before it
             execution.queue(device).synchronize()
+        if checks.enabled():
+            checks.check_agreement(self._gloo, "barrier", [])
         work = self._gloo.barrier(_barrier_options(opts))
         if neuron:
             work.wait()
@@ -333,13 +344,15 @@ class NeuronProcessGroup(dist.ProcessGroup):
 
     def send(self, tensors, dst_rank, tag=0):
         return self._run("send", "send", tensors, [], lambda r, w: self._gloo.send(r, dst_rank, tag), nbytes=_nbytes(tensors),
-                         value=tensors)
+                         agree=None, value=tensors)
 
     def recv(self, tensors, src_rank, tag=0):
-        return self._run("recv", "recv", [], tensors, lambda r, w: self._gloo.recv(w, src_rank, tag), nbytes=_nbytes(tensors))
+        return self._run("recv", "recv", [], tensors, lambda r, w: self._gloo.recv(w, src_rank, tag), nbytes=_nbytes(tensors),
+                         agree=None)
 
     def recv_anysource(self, tensors, tag=0):
-        return self._run("recv", "recv", [], tensors, lambda r, w: self._gloo.recv_anysource(w, tag), nbytes=_nbytes(tensors))
+        return self._run("recv", "recv", [], tensors, lambda r, w: self._gloo.recv_anysource(w, tag), nbytes=_nbytes(tensors),
+                         agree=None)
 
     # -- coalescing (torch's _coalescing_manager; each op here is already issued in order) -----
 
