@@ -9,15 +9,18 @@ A collective on neuron tensors is device work on the tensor's device's current s
 
 1. the stream is synchronized, so the collective reads what the work queued before it wrote
    (and a failed launch's error is raised here, not sent to the other ranks as garbage);
-2. gloo runs on host views of the tensors (zero-copy; non-contiguous ones are staged), issued on
-   the calling thread so every rank issues its collectives in program order;
-3. a host task on the stream (``execution.submit_host``, kind ``collective``) waits for gloo,
-   writes staged outputs back and takes the modelled device time (``timing``): work queued
-   after the collective runs after its results arrived, and the collective shows on the
-   simulated timeline and in traces.
+2. gloo runs on host views of the tensors (zero-copy; non-contiguous ones are staged through
+   contiguous host copies), issued on the calling thread so every rank issues its collectives
+   in program order;
+3. the collective takes its modelled device time (``timing``) on the stream, as a
+   ``collective`` record on the simulated timeline and in traces.
 
-The returned Work completes when gloo has (``wait()`` blocks the host until then and raises the
-transport's error); its future's value is the output tensors, as DDP's reducer expects.
+The returned Work completes when gloo has and the results are in device memory (an AVG divided,
+staged outputs written back); ``wait()`` blocks the host until then and raises the transport's
+error, so work queued after it sees the results. As on CUDA, using an async collective's tensors
+before ``wait()`` is undefined. Nothing blocks a stream at issue: an ``isend`` followed by an
+``irecv`` on both ranks completes. The future's value is the output tensors, as DDP's reducer
+expects.
 """
 
 from __future__ import annotations
@@ -55,14 +58,20 @@ def _done_work(value) -> dist.Work:
     return _create_work_from_future(future)
 
 
-def _work_from(future: torch.futures.Future, value) -> dist.Work:
-    """A Work completing with gloo's ``future`` (raising its error), whose future's value is ``value``."""
+def _work_from(future: torch.futures.Future, value, post=None, host_writes=None, staging=None) -> dist.Work:
+    """A Work completing when gloo's ``future`` has and ``post(host_writes)`` and the staged
+    write-back ran (on the thread completing it); ``wait()`` raises the transport's error. Its
+    future's value is ``value``."""
 
-    def result(fut):
+    def complete(fut):
         fut.wait()  # re-raises the transport's error
+        if post is not None:
+            post(host_writes)
+        if staging is not None:
+            staging.finish()
         return value
 
-    return _create_work_from_future(future.then(result))
+    return _create_work_from_future(future.then(complete))
 
 
 def _future_of(gloo_work) -> torch.futures.Future:
@@ -184,32 +193,21 @@ class NeuronProcessGroup(dist.ProcessGroup):
         device = _collective_device(name, tensors)
         if agree is not None and checks.enabled():
             checks.check_agreement(self._gloo, name, flatten(agree))
+        result = writes if value is None else value
         if device is None:  # CPU tensors: gloo's own behaviour (AVG: the sum divided, as on neuron)
-            future = _future_of(issue(reads, writes))
-            if post is not None:
-                future.wait()
-                post(writes)
-            return self._collected(_work_from(future, writes if value is None else value))
+            return self._collected(_work_from(_future_of(issue(reads, writes)), result, post, writes))
         execution.queue(device).synchronize()
         for t in flatten(reads):
             execution.check_readable(t)
         staging = HostStaging()
         host_reads = staging.host(reads, read=True, write=False)
         host_writes = staging.host(writes, read=False, write=True)
-        future = _future_of(issue(host_reads, host_writes))
-
-        def finish() -> None:
-            future.wait()
-            if post is not None:
-                post(host_writes)
-            staging.finish()
-
+        work = _work_from(_future_of(issue(host_reads, host_writes)), result, post, host_writes, staging)
         arch = execution.runtime().device(device.index).arch.name
-        execution.submit_host(finish, device=device, device_time_ns=timing.collective_ns(kind, nbytes, self.size(), arch_name=arch),
+        execution.submit_host(None, device=device, device_time_ns=timing.collective_ns(kind, nbytes, self.size(), arch_name=arch),
                               name=f"c10d::{name}", kind="collective", framework="distributed",
-                              context=f"{name} {_shapes(writes if flatten(writes) else reads)} on {device}, rank {self.rank()} of {self.size()}",
-                              writes=tuple(execution.written_span(t) for t in flatten(writes)))
-        return self._collected(_work_from(future, writes if value is None else value))
+                              context=f"{name} {_shapes(writes if flatten(writes) else reads)} on {device}, rank {self.rank()} of {self.size()}")
+        return self._collected(work)
 
     # -- all-reduce ----------------------------------------------------------------------------
 
