@@ -382,16 +382,24 @@ def scenario_init_variants() -> dict:
 
     def no_argument():
         init(None, store=None)  # env:// (MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE), accelerator's default backend
-        assert dist.get_backend() == "neuron", dist.get_backend()
-        assert type(dist.group.WORLD).__name__ == "NeuronProcessGroup"
-        reduces("init_process_group()")
-        dist.destroy_process_group()
+        try:
+            # torch records the backend of a no-argument group as "undefined" (on CUDA too)
+            assert dist.get_default_backend_for_device("neuron") == "neuron"
+            assert type(dist.group.WORLD).__name__ == "NeuronProcessGroup", type(dist.group.WORLD)
+            assert dist.group.WORLD.getBackendName() == "neuron"
+            reduces("init_process_group()")
+        finally:
+            dist.destroy_process_group()
     cases.check("init_process_group()", no_argument)
 
     def named(backend, store):
         init(backend, store=store)
-        reduces(f"init_process_group({backend!r})")
-        dist.destroy_process_group()
+        try:
+            assert dist.get_backend() == backend, dist.get_backend()
+            assert type(dist.group.WORLD).__name__ == "NeuronProcessGroup", type(dist.group.WORLD)
+            reduces(f"init_process_group({backend!r})")
+        finally:
+            dist.destroy_process_group()
     cases.check("init_process_group('neuron')", lambda: named("neuron", "store-a"))
     cases.check("init_process_group('cpu:gloo,neuron:neuron')", lambda: named("cpu:gloo,neuron:neuron", "store-b"))
     return cases.result()
@@ -486,11 +494,11 @@ def scenario_peer_exits() -> dict:
     t = torch.ones(4, device=NEURON)
     dist.all_reduce(t)
     if RANK == 1:
+        time.sleep(1.0)  # rank 0 is inside its next all_reduce by now
         sys.stdout.flush()
         os._exit(7)
-    time.sleep(0.5)
     out = {}
-    for label, check in (("checked", "1"), ("unchecked", "0")):
+    for label, check in (("unchecked", "0"), ("checked", "1"), ("again", "0")):
         os.environ["TORCH_NEURONX_DIST_CHECK"] = check
         try:
             dist.all_reduce(torch.ones(1024, device=NEURON))

@@ -42,7 +42,6 @@ from torch._C._distributed_c10d import (
     ReduceOptions,
     ReduceScatterOptions,
     ScatterOptions,
-    _create_work_from_future,
 )
 
 from .. import execution
@@ -52,26 +51,75 @@ from .staging import HostStaging, flatten
 BACKEND_NAME = "neuron"
 
 
+class NeuronWork(dist.Work):
+    """A collective's Work: done when its future is. ``wait()`` raises the collective's error
+    (the Work of ``_create_work_from_future`` returns True from ``wait()`` even when its future
+    failed: a peer's death went unnoticed). Python subclass of the c10d Work trampoline, so C++
+    callers (DDP's reducer, functional collectives) reach these methods too."""
+
+    def __init__(self, future: torch.futures.Future) -> None:
+        super().__init__()
+        self._future = future
+
+    def wait(self, timeout: datetime.timedelta | None = None) -> bool:
+        # gloo's operations time out at the process group's timeout; a shorter one is not honoured
+        self._future.wait()  # raises the collective's error
+        return True
+
+    def get_future(self) -> torch.futures.Future:
+        return self._future
+
+    def is_completed(self) -> bool:
+        return self._future.done()
+
+    def is_success(self) -> bool:
+        if not self._future.done():
+            return False
+        try:
+            self._future.wait()
+        except Exception:
+            return False
+        return True
+
+    def exception(self):
+        try:
+            self._future.wait()
+        except Exception as err:
+            return err
+        return None
+
+    def result(self):
+        return self._future.wait()
+
+
 def _done_work(value) -> dist.Work:
     future = torch.futures.Future()
     future.set_result(value)
-    return _create_work_from_future(future)
+    return NeuronWork(future)
 
 
-def _work_from(future: torch.futures.Future, value, post=None, host_writes=None, staging=None) -> dist.Work:
+def _work_from(future: torch.futures.Future, value, what: str, post=None, host_writes=None, staging=None) -> NeuronWork:
     """A Work completing when gloo's ``future`` has and ``post(host_writes)`` and the staged
-    write-back ran (on the thread completing it); ``wait()`` raises the transport's error. Its
-    future's value is ``value``."""
+    write-back ran (on the thread completing it); its future's value is ``value``. A failure is
+    a RuntimeError naming ``what`` (the collective and the rank), from the transport's error."""
+    done = torch.futures.Future()
 
-    def complete(fut):
-        fut.wait()  # re-raises the transport's error
-        if post is not None:
-            post(host_writes)
-        if staging is not None:
-            staging.finish()
-        return value
+    def complete(fut) -> None:
+        try:
+            fut.wait()
+            if post is not None:
+                post(host_writes)
+            if staging is not None:
+                staging.finish()
+        except Exception as err:  # every error goes to the Work's future
+            failure = RuntimeError(f"neuron process group: {what} failed: {err}")
+            failure.__cause__ = err
+            done.set_exception(failure)
+        else:
+            done.set_result(value)
 
-    return _create_work_from_future(future.then(complete))
+    future.add_done_callback(complete)
+    return NeuronWork(done)
 
 
 def _future_of(gloo_work) -> torch.futures.Future:
@@ -194,15 +242,16 @@ class NeuronProcessGroup(dist.ProcessGroup):
         if agree is not None and checks.enabled():
             checks.check_agreement(self._gloo, name, flatten(agree))
         result = writes if value is None else value
+        what = f"{name} on rank {self.rank()} of {self.size()}"
         if device is None:  # CPU tensors: gloo's own behaviour (AVG: the sum divided, as on neuron)
-            return self._collected(_work_from(_future_of(issue(reads, writes)), result, post, writes))
+            return self._collected(_work_from(_future_of(issue(reads, writes)), result, what, post, writes))
         execution.queue(device).synchronize()
         for t in flatten(reads):
             execution.check_readable(t)
         staging = HostStaging()
         host_reads = staging.host(reads, read=True, write=False)
         host_writes = staging.host(writes, read=False, write=True)
-        work = _work_from(_future_of(issue(host_reads, host_writes)), result, post, host_writes, staging)
+        work = _work_from(_future_of(issue(host_reads, host_writes)), result, what, post, host_writes, staging)
         arch = execution.runtime().device(device.index).arch.name
         execution.submit_host(None, device=device, device_time_ns=timing.collective_ns(kind, nbytes, self.size(), arch_name=arch),
                               name=f"c10d::{name}", kind="collective", framework="distributed",
@@ -362,7 +411,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
                 f.wait()  # re-raises the first op's error
             return value
 
-        return _create_work_from_future(torch.futures.collect_all(futures).then(result))
+        return NeuronWork(torch.futures.collect_all(futures).then(result))
 
     def _start_coalescing(self, device) -> None:
         if self._coalescing is not None:

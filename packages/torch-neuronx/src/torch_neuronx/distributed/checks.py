@@ -53,7 +53,11 @@ def check_agreement(gloo, name: str, tensors: list[torch.Tensor]) -> None:
     with tensors of the same dtypes and shapes as ``tensors``."""
     mine = _signature(name, tensors)
     rows = torch.empty(gloo.size() * _FIELDS, dtype=torch.int64)
-    gloo._allgather_base(rows, mine).wait()
+    try:
+        gloo._allgather_base(rows, mine).wait()
+    except RuntimeError as err:
+        raise RuntimeError(f"neuron process group: {name} on rank {gloo.rank()} of {gloo.size()} failed while the "
+                           f"ranks compared shapes: {err}") from err
     rows = rows.view(gloo.size(), _FIELDS).tolist()
     here = rows[gloo.rank()]
     for rank, row in enumerate(rows):
