@@ -2,8 +2,8 @@
 
 A neuron tensor's bytes are host memory (``execution.host_view``), so gloo reads and writes them
 in place. Gloo wants dense contiguous tensors: a non-contiguous one is staged through a
-contiguous host copy - filled from the tensor when the collective reads it, written back (in
-stream order, by the caller) when it writes it. The same tensor object appearing as input and
+contiguous host copy - filled from the tensor when the collective reads it, written back when
+it writes it (by the thread completing the collective, before its Work completes). The same tensor object appearing as input and
 output (an in-place all_reduce) gets one host tensor.
 """
 
@@ -28,8 +28,8 @@ class _Staged:
 
 class HostStaging:
     """Host tensors for the neuron tensors of one collective. Create it after the stream was
-    synchronized (staged inputs are copied at ``host``); call ``finish`` in stream order after
-    the collective completed."""
+    synchronized (staged inputs are copied at ``host``); call ``finish`` once the collective
+    completed, before its Work does."""
 
     def __init__(self) -> None:
         self._staged: dict[int, _Staged] = {}
