@@ -455,6 +455,55 @@ def scenario_ddp() -> dict:
 
 
 # ------------------------------------------------------------------------------------------------
+# scenario: FSDP2 fully_shard on a neuron DeviceMesh against one process on the whole batch
+
+
+def scenario_fsdp2() -> dict:
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    init("neuron")
+    mesh = init_device_mesh("neuron", (WORLD,))
+    steps, batch = 3, 8
+    gen = torch.Generator().manual_seed(1)
+    xs = [torch.randn(batch * WORLD, 16, generator=gen) for _ in range(steps)]
+    ys = [torch.randn(batch * WORLD, 4, generator=gen) for _ in range(steps)]
+
+    reference = _model()
+    ref_opt = torch.optim.AdamW(reference.parameters(), lr=1e-2)
+    ref_losses = []
+    for x, y in zip(xs, ys):
+        ref_opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(reference(x), y)
+        loss.backward()
+        ref_opt.step()
+        ref_losses.append(loss.item())
+
+    model = _model().to(NEURON)
+    for layer in model:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer, mesh=mesh)  # resharded after forward (the default)
+    fully_shard(model, mesh=mesh)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for x, y in zip(xs, ys):
+        part = slice(RANK * batch, (RANK + 1) * batch)
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x[part].to(NEURON)), y[part].to(NEURON))
+        loss.backward()
+        opt.step()
+        mean = loss.detach().clone()
+        dist.all_reduce(mean, op=dist.ReduceOp.AVG)
+        losses.append(mean.item())
+    sharded = [type(p).__name__ for p in model.parameters()]
+    params = torch.cat([p.full_tensor().cpu().flatten() for p in model.parameters()])
+    ref_params = torch.cat([p.detach().flatten() for p in reference.parameters()])
+    dist.destroy_process_group()
+    return {"losses": losses, "reference": ref_losses, "param_types": sharded,
+            "max_param_diff": (params - ref_params).abs().max().item()}
+
+
+# ------------------------------------------------------------------------------------------------
 # scenario: bad input on every rank
 
 
