@@ -300,15 +300,25 @@ def _stream_order(cases: Cases) -> None:
     cases.check("stream order", ordered)
 
     def modelled_time():
-        t = everyone[RANK].to(NEURON)
+        # rank 1's stream is 50 us of simulated work further when it reaches the all_reduce:
+        # both ranks start it at the latest arrival and end together, the model's time later
+        t = on(NEURON, everyone[RANK])
         q = execution.queue(NEURON)
+        if RANK == 1:
+            execution.submit_host(None, device=NEURON, device_time_ns=50_000.0, name="busy", kind="host", context="busy",
+                                  framework="test")
         q.synchronize()
-        before = q.sim_time_ns
+        arrival = q.sim_time_ns
         dist.all_reduce(t)
-        spent = q.sim_time_ns - before
+        end = q.sim_time_ns
         arch = execution.runtime().device(0).arch.name
-        want = collective_ns("all_reduce", t.numel() * 4, WORLD, arch_name=arch)
-        assert want > 0 and abs(spent - want) < 1e-6, f"all_reduce took {spent} simulated ns on the stream, model says {want}"
+        model = collective_ns("all_reduce", t.numel() * 4, WORLD, arch_name=arch)
+        times = [None] * WORLD
+        dist.all_gather_object(times, (arrival, end))
+        latest = max(a for a, _ in times)
+        assert model > 0 and times[0][0] != times[1][0], times  # the ranks did arrive at different times
+        for rank, (a, e) in enumerate(times):
+            assert abs(e - (latest + model)) < 1e-3, f"rank {rank}: arrived {a}, ended {e}; latest arrival {latest} + model {model}"
     cases.check("all_reduce takes the modelled device time", modelled_time)
 
     def barrier():

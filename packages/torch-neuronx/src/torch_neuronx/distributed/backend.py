@@ -13,7 +13,8 @@ A collective on neuron tensors is device work on the tensor's device's current s
    contiguous host copies), issued on the calling thread so every rank issues its collectives
    in program order;
 3. the collective takes its modelled device time (``timing``) on the stream, as a
-   ``collective`` record on the simulated timeline and in traces.
+   ``collective`` record on the simulated timeline and in traces, starting when the latest
+   rank's stream reached it (exchanged with the shape check, ``checks``).
 
 The returned Work completes when gloo has and the results are in device memory (an AVG divided,
 staged outputs written back); ``wait()`` blocks the host until then and raises the transport's
@@ -239,13 +240,17 @@ class NeuronProcessGroup(dist.ProcessGroup):
         every rank must share (``checks``); None for point-to-point ops, which are not checked."""
         tensors = flatten(reads) + flatten(writes)
         device = _collective_device(name, tensors)
-        if agree is not None and checks.enabled():
-            checks.check_agreement(self._gloo, name, flatten(agree))
         result = writes if value is None else value
         what = f"{name} on rank {self.rank()} of {self.size()}"
         if device is None:  # CPU tensors: gloo's own behaviour (AVG: the sum divided, as on neuron)
+            if agree is not None and checks.enabled():
+                checks.check_agreement(self._gloo, name, flatten(agree))
             return self._collected(_work_from(_future_of(issue(reads, writes)), result, what, post, writes))
-        execution.queue(device).synchronize()
+        q = execution.queue(device)
+        q.synchronize()
+        start_ns = 0.0
+        if agree is not None and checks.enabled():
+            start_ns = checks.check_agreement(self._gloo, name, flatten(agree), q.sim_time_ns)
         for t in flatten(reads):
             execution.check_readable(t)
         staging = HostStaging()
@@ -254,7 +259,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         work = _work_from(_future_of(issue(host_reads, host_writes)), result, what, post, host_writes, staging)
         arch = execution.runtime().device(device.index).arch.name
         execution.submit_host(None, device=device, device_time_ns=timing.collective_ns(kind, nbytes, self.size(), arch_name=arch),
-                              name=f"c10d::{name}", kind="collective", framework="distributed",
+                              name=f"c10d::{name}", kind="collective", framework="distributed", not_before_ns=start_ns,
                               context=f"{name} {_shapes(writes if flatten(writes) else reads)} on {device}, rank {self.rank()} of {self.size()}")
         return self._collected(work)
 
@@ -379,13 +384,14 @@ class NeuronProcessGroup(dist.ProcessGroup):
         if neuron:
             # as a barrier on a device stream would: it returns after the work queued before it
             execution.queue(device).synchronize()
+        start_ns = 0.0
         if checks.enabled():
-            checks.check_agreement(self._gloo, "barrier", [])
+            start_ns = checks.check_agreement(self._gloo, "barrier", [], execution.queue(device).sim_time_ns if neuron else 0.0)
         work = self._gloo.barrier(_barrier_options(opts))
         if neuron:
             work.wait()
             execution.submit_host(None, device=device, device_time_ns=timing.collective_ns("barrier", 0, self.size()),
-                                  name="c10d::barrier", kind="collective", framework="distributed",
+                                  name="c10d::barrier", kind="collective", framework="distributed", not_before_ns=start_ns,
                                   context=f"barrier on {device}, rank {self.rank()} of {self.size()}")
         return self._collected(work)
 

@@ -20,8 +20,8 @@ semaphore round trip plus a DMA descriptor chain (the DMA fixed cost alone is ~1
 ``NEURON_SIM_CC_HOP_LATENCY_NS``; docs/distributed.md).
 
 Limits: one ring whatever the topology or group (no tree, no torus dimensions, no EFA between
-instances), no contention with other traffic, and ranks do not wait for each other on the
-simulated timeline (each rank's collective starts when its own stream reaches it).
+instances), no contention with other traffic. (The process group starts each collective at the
+latest rank's arrival: ``checks``.)
 """
 
 from __future__ import annotations

@@ -81,18 +81,20 @@ def launch_neff(neff, buffers: Mapping[str, Buffer], *, device: torch.device | i
 
 
 def submit_host(fn: Callable[[], object] | None, *, device: torch.device | int, device_time_ns: float, name: str, kind: str,
-                context: str, framework: str, stream: torch.Stream | int | None = None, reads=(), writes=()) -> Submission:
+                context: str, framework: str, stream: torch.Stream | int | None = None, reads=(), writes=(),
+                not_before_ns: float = 0.0) -> Submission:
     """Run ``fn()`` in order on the stream, taking ``device_time_ns`` of simulated time. ``fn`` None:
     the work already ran on the host (a synchronous fallback op, a blocking read) and only takes
     its place on the device timeline. ``reads`` / ``writes``: the device memory ``fn`` reads and
     writes (``device_span`` of tensors): it is skipped if it would read what failed work left
-    unwritten, and what it writes is then invalid too (a later host read raises the original error)."""
+    unwritten, and what it writes is then invalid too (a later host read raises the original error).
+    ``not_before_ns``: it starts no earlier than this simulated time (a collective's latest rank)."""
     index = device if type(device) is int else device.index
     stream_id = _stream_id(index, stream)
     q = state.bridge().queue(index, stream_id)
     started = time.perf_counter_ns() if q.tracing else 0
     submission = q.submit(_no_host_work if fn is None else _host_task(fn), device_time_ns=device_time_ns, name=name, kind=kind,
-                          context=context, reads=reads, writes=writes)
+                          context=context, reads=reads, writes=writes, not_before_ns=not_before_ns)
     if started:
         q.publish_op(name, submission, host_start_ns=started, context=context, framework=framework, stream_id=stream_id)
     return submission
