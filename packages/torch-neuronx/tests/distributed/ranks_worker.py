@@ -321,6 +321,22 @@ def _stream_order(cases: Cases) -> None:
             assert abs(e - (latest + model)) < 1e-3, f"rank {rank}: arrived {a}, ended {e}; latest arrival {latest} + model {model}"
     cases.check("all_reduce takes the modelled device time", modelled_time)
 
+    def coalesced():
+        a, b = on(NEURON, everyone[RANK]), on(NEURON, everyone[RANK][:8] * 1.0)
+        with dist._coalescing_manager(device=NEURON, async_ops=True) as cm:
+            dist.all_reduce(a)
+            dist.all_reduce(b)
+        cm.wait()
+        equal(a, summed, "all_reduce coalesced [0]")
+        equal(b, summed[:8], "all_reduce coalesced [1]")
+        outs = [torch.zeros(WORLD * 64, device=NEURON), torch.zeros(WORLD * 8, device=NEURON)]
+        with dist._coalescing_manager(device=NEURON):
+            dist.all_gather_into_tensor(outs[0], on(NEURON, everyone[RANK]))
+            dist.all_gather_into_tensor(outs[1], on(NEURON, everyone[RANK][:8]))
+        equal(outs[0], everyone.flatten(), "all_gather_into_tensor coalesced [0]")
+        equal(outs[1], everyone[:, :8].flatten(), "all_gather_into_tensor coalesced [1]")
+    cases.check("coalescing manager", coalesced)
+
     def barrier():
         dist.barrier()
         dist.barrier(device_ids=[0])

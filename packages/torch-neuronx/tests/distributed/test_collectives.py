@@ -16,7 +16,7 @@ def test_every_collective_matches_gloo_on_cpu(ranks):
                      "send/recv", "isend/irecv", "batch_isend_irecv", "all_reduce async_op", "functional collectives"):
             assert f"{name} {dtype}" in passed
     assert "all_reduce BXOR int64" in passed
-    for name in ("stream order", "all_reduce takes the modelled device time", "barrier", "new_group", "object collectives",
+    for name in ("stream order", "coalescing manager", "all_reduce takes the modelled device time", "barrier", "new_group", "object collectives",
                  "non-contiguous tensors"):
         assert name in passed
     assert runs[1].result["passed"] == passed
