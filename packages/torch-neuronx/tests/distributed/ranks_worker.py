@@ -238,6 +238,17 @@ def _collectives_for(cases: Cases, dtype: torch.dtype) -> None:
         return out
     cases.check(f"send/recv {d}", lambda: on_both(send_recv, from_peer, "send/recv"))
 
+    def recv_any_source(device):
+        out = torch.zeros(n, dtype=dtype, device=device)
+        if RANK == 0:
+            dist.send(on(device, mine), dst=1)
+            return [everyone[1]]  # rank 0 only sends
+        sender = dist.recv(out)  # src=None: from whoever sends
+        assert sender == 0, f"recv from any source reported sender {sender}"
+        return [out]
+    cases.check(f"recv any source {d}", lambda: on_both(recv_any_source, everyone[0] if RANK == 1 else everyone[1],
+                                                         "recv any source"))
+
     def isend_irecv(device):
         out = torch.zeros(n, dtype=dtype, device=device)
         works = [dist.isend(on(device, mine), dst=peer), dist.irecv(out, src=(RANK - 1) % WORLD)]

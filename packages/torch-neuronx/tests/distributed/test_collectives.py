@@ -13,7 +13,7 @@ def test_every_collective_matches_gloo_on_cpu(ranks):
     for dtype in ("float32", "bfloat16", "int64"):
         for name in ("all_reduce SUM", "all_reduce AVG", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
                      "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "gather", "scatter",
-                     "send/recv", "isend/irecv", "batch_isend_irecv", "all_reduce async_op", "functional collectives"):
+                     "send/recv", "recv any source", "isend/irecv", "batch_isend_irecv", "all_reduce async_op", "functional collectives"):
             assert f"{name} {dtype}" in passed
     assert "all_reduce BXOR int64" in passed
     for name in ("stream order", "coalescing manager", "all_reduce takes the modelled device time", "barrier", "new_group", "object collectives",

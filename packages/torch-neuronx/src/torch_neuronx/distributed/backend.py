@@ -58,9 +58,18 @@ class NeuronWork(dist.Work):
     failed: a peer's death went unnoticed). Python subclass of the c10d Work trampoline, so C++
     callers (DDP's reducer, functional collectives) reach these methods too."""
 
-    def __init__(self, future: torch.futures.Future) -> None:
+    def __init__(self, future: torch.futures.Future, gloo_work=None) -> None:
         super().__init__()
         self._future = future
+        self._gloo_work = gloo_work  # a recv's: who sent (recv from any source)
+
+    def _source_rank(self) -> int:
+        if self._gloo_work is None:
+            return super()._source_rank()
+        self._future.wait()
+        return self._gloo_work._source_rank()
+
+    source_rank = _source_rank
 
     def wait(self, timeout: datetime.timedelta | None = None) -> bool:
         # gloo's operations time out at the process group's timeout; a shorter one is not honoured
@@ -93,14 +102,8 @@ class NeuronWork(dist.Work):
         return self._future.wait()
 
 
-def _done_work(value) -> dist.Work:
-    future = torch.futures.Future()
-    future.set_result(value)
-    return NeuronWork(future)
-
-
-def _work_from(future: torch.futures.Future, value, what: str, post=None, host_writes=None, staging=None) -> NeuronWork:
-    """A Work completing when gloo's ``future`` has and ``post(host_writes)`` and the staged
+def _work_from(gloo_work, value, what: str, post=None, host_writes=None, staging=None) -> NeuronWork:
+    """A Work completing when ``gloo_work`` has and ``post(host_writes)`` and the staged
     write-back ran (on the thread completing it); its future's value is ``value``. A failure is
     a RuntimeError naming ``what`` (the collective and the rank), from the transport's error."""
     done = torch.futures.Future()
@@ -119,8 +122,8 @@ def _work_from(future: torch.futures.Future, value, what: str, post=None, host_w
         else:
             done.set_result(value)
 
-    future.add_done_callback(complete)
-    return NeuronWork(done)
+    _future_of(gloo_work).add_done_callback(complete)
+    return NeuronWork(done, gloo_work)
 
 
 def _future_of(gloo_work) -> torch.futures.Future:
@@ -245,7 +248,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         if device is None:  # CPU tensors: gloo's own behaviour (AVG: the sum divided, as on neuron)
             if agree is not None and checks.enabled():
                 checks.check_agreement(self._gloo, name, flatten(agree))
-            return self._collected(_work_from(_future_of(issue(reads, writes)), result, what, post, writes))
+            return self._collected(_work_from(issue(reads, writes), result, what, post, writes))
         q = execution.queue(device)
         q.synchronize()
         start_ns = 0.0
@@ -256,7 +259,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         staging = HostStaging()
         host_reads = staging.host(reads, read=True, write=False)
         host_writes = staging.host(writes, read=False, write=True)
-        work = _work_from(_future_of(issue(host_reads, host_writes)), result, what, post, host_writes, staging)
+        work = _work_from(issue(host_reads, host_writes), result, what, post, host_writes, staging)
         arch = execution.runtime().device(device.index).arch.name
         execution.submit_host(None, device=device, device_time_ns=timing.collective_ns(kind, nbytes, self.size(), arch_name=arch),
                               name=f"c10d::{name}", kind="collective", framework="distributed", not_before_ns=start_ns,
@@ -387,7 +390,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         start_ns = 0.0
         if checks.enabled():
             start_ns = checks.check_agreement(self._gloo, "barrier", [], execution.queue(device).sim_time_ns if neuron else 0.0)
-        work = self._gloo.barrier(_barrier_options(opts))
+        work = _work_from(self._gloo.barrier(_barrier_options(opts)), [], f"barrier on rank {self.rank()} of {self.size()}")
         if neuron:
             work.wait()
             execution.submit_host(None, device=device, device_time_ns=timing.collective_ns("barrier", 0, self.size()),
