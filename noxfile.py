@@ -18,7 +18,7 @@ nox.options.default_venv_backend = "venv"
 
 PYTHON = "3.11"
 # Dependency order. A package appears here when its issue is worked on.
-PACKAGES = ["neuron-sim", "nki", "neuron-explorer", "neuronx-cc", "torch-neuronx"]
+PACKAGES = ["neuron-sim", "nki", "neuron-explorer", "neuronx-cc", "torch-neuronx", "nki-lib"]
 # expecttest: torch.testing._internal (PyTorch's own test utilities, used by tests/tools) imports it.
 TEST_DEPS = ["pytest>=8,<10", "hypothesis==6.170.17", "expecttest==0.3.0"]
 # Packages whose tests need their ``[test]`` extra (neuron-explorer: Playwright for the UI tests, DuckDB for
