@@ -3,7 +3,9 @@
 
 Per 128-row tile: DMA in; VectorE's bn_stats (512 elements per instruction) and bn_aggr give each
 row's mean and variance in fp32; ScalarE turns them into 1/std and -mean/std and normalizes the
-rows in one pass (``x * rstd + (-mean * rstd)``); VectorE applies weight and bias; DMA out.
+rows in one pass (``x * rstd + (-mean * rstd)``); VectorE applies the weight and GpSimd the bias
+(fp32 tensor-tensor passes cost VectorE two cycles per element: splitting them keeps it from
+being the only busy engine); DMA out.
 """
 
 from __future__ import annotations
@@ -48,14 +50,14 @@ def layer_norm_kernel(x, weight, bias, eps):
     y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     g = broadcast_rows(weight, hidden)
     b = broadcast_rows(bias, hidden)
-    xhat = scratch((P, hidden), nl.float32)
-    outs = Ring(2, ((P, hidden), x.dtype))
+    # xhat in two buffers too: ScalarE normalizes tile i+1 while VectorE and GpSimd finish tile i
+    outs = Ring(2, ((P, hidden), x.dtype), ((P, hidden), nl.float32))
     stats = _stats_ring(hidden)
     for (p0, n), (xt,) in prefetched(rows, loader(x)):
+        yt, xhat = outs.next()
         _normalized(xt, n, hidden, eps, stats.next(), xhat)
         nisa.tensor_tensor(dst=xhat[0:n], data1=xhat[0:n], data2=g[0:n], op=nl.multiply)
-        (yt,) = outs.next()
-        nisa.tensor_tensor(dst=yt[0:n], data1=xhat[0:n], data2=b[0:n], op=nl.add)
+        nisa.tensor_tensor(dst=yt[0:n], data1=xhat[0:n], data2=b[0:n], op=nl.add, engine=nisa.gpsimd_engine)
         store(y[p0:p0 + n, :], yt[0:n])
     return y
 
@@ -73,7 +75,7 @@ def layer_norm_backward_kernel(dy, x, weight, eps):
     dw = nl.ndarray((1, hidden), dtype=nl.float32, buffer=nl.shared_hbm)
     db = nl.ndarray((1, hidden), dtype=nl.float32, buffer=nl.shared_hbm)
     g = broadcast_rows(weight, hidden)
-    acc_w, acc_b, xhat, dyx, gy, tmp = (scratch((P, hidden), nl.float32) for _ in range(6))
+    acc_w, acc_b, xhat, dyx, gy = (scratch((P, hidden), nl.float32) for _ in range(5))
     nisa.memset(dst=acc_w, value=0.0)
     nisa.memset(dst=acc_b, value=0.0, engine=nisa.gpsimd_engine)
     outs = Ring(2, ((P, hidden), x.dtype))
@@ -85,20 +87,21 @@ def layer_norm_backward_kernel(dy, x, weight, eps):
         nisa.tensor_tensor(dst=acc_b[0:n], data1=acc_b[0:n], data2=dyt[0:n], op=nl.add, engine=nisa.gpsimd_engine)
         nisa.tensor_tensor(dst=dyx[0:n], data1=dyt[0:n], data2=xhat[0:n], op=nl.multiply)
         nisa.tensor_tensor(dst=acc_w[0:n], data1=acc_w[0:n], data2=dyx[0:n], op=nl.add, engine=nisa.gpsimd_engine)
-        # gsum = sum(gy) (ScalarE, copying gy = dy * g), gxsum = sum(gy * xhat) = sum(dyx * g)
+        # gsum = sum(gy) (ScalarE copying gy = dy * g onto itself), gxsum = sum(gy * xhat) = sum(dyx * g);
+        # every pass works in place so that the kernel keeps five fp32 rows, not six (fp32 H=4096 fits)
         nisa.tensor_tensor(dst=gy[0:n], data1=dyt[0:n], data2=g[0:n], op=nl.multiply)
-        nisa.activation(dst=tmp[0:n], op=nl.copy, data=gy[0:n], reduce_op=nl.add, reduce_res=gsum[0:n])
-        nisa.tensor_tensor(dst=tmp[0:n], data1=dyx[0:n], data2=g[0:n], op=nl.multiply)
-        nisa.tensor_reduce(dst=gxsum[0:n], op=nl.add, data=tmp[0:n], axis=1)
+        nisa.activation(dst=gy[0:n], op=nl.copy, data=gy[0:n], reduce_op=nl.add, reduce_res=gsum[0:n])
+        nisa.tensor_tensor(dst=dyx[0:n], data1=dyx[0:n], data2=g[0:n], op=nl.multiply)
+        nisa.tensor_reduce(dst=gxsum[0:n], op=nl.add, data=dyx[0:n], axis=1)
         # dx = gy * rstd + xhat * c1 + c0, c1 = -gxsum * rstd / H, c0 = -gsum * rstd / H
         nisa.scalar_tensor_tensor(dst=c1[0:n], data=gxsum[0:n], op0=nl.multiply, operand0=-1.0 / hidden,
                                   op1=nl.multiply, operand1=rstd[0:n])
         nisa.scalar_tensor_tensor(dst=c0[0:n], data=gsum[0:n], op0=nl.multiply, operand0=-1.0 / hidden,
                                   op1=nl.multiply, operand1=rstd[0:n])
-        nisa.activation(dst=tmp[0:n], op=nl.copy, data=xhat[0:n], scale=c1[0:n], bias=c0[0:n])
+        nisa.activation(dst=xhat[0:n], op=nl.copy, data=xhat[0:n], scale=c1[0:n], bias=c0[0:n])
         (dxt,) = outs.next()
         nisa.scalar_tensor_tensor(dst=dxt[0:n], data=gy[0:n], op0=nl.multiply, operand0=rstd[0:n], op1=nl.add,
-                                  operand1=tmp[0:n])
+                                  operand1=xhat[0:n])
         store(dx[p0:p0 + n, :], dxt[0:n])
     sum_over_rows(dw, acc_w, hidden)
     sum_over_rows(db, acc_b, hidden)
@@ -106,11 +109,11 @@ def layer_norm_backward_kernel(dy, x, weight, eps):
 
 
 def _fwd_bytes(io: int) -> int:
-    return 6 * io + 4 + 1  # weight, bias, x and y (two each); fp32 xhat; bn_stats (6 fp32 per 512)
+    return 6 * io + 8 + 1  # weight, bias, x and y (two each); fp32 xhat (two); bn_stats (6 fp32 per 512)
 
 
 def _bwd_bytes(io: int) -> int:
-    return 7 * io + 6 * 4 + 1  # weight, x, dy and dx (two each); fp32 accumulators (2), xhat, dyx, gy, tmp
+    return 7 * io + 5 * 4 + 1  # weight, x, dy and dx (two each); fp32 accumulators (2), xhat, dyx, gy
 
 
 def _check(x, weight, kernel, per_element):
