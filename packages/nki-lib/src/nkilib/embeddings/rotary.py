@@ -72,12 +72,14 @@ def _bytes(io: int) -> int:
     return 4 * io + 2 * 4 + 1  # x and out (two each); four fp32 half-width products; cos/sin
 
 
-def _check(x, cos, sin, layout):
+def check(x, cos, sin, layout) -> str:
+    """The dtype of arguments rope (and rope_backward) take; NkilibError for any they refuse."""
     if layout not in LAYOUTS:
         raise _checks.NkilibError("rope.layout", f"layout={layout!r}; expected one of {LAYOUTS}")
     dt = _checks.check_float("x", x)
     if len(x.shape) not in (3, 4):
         raise _checks.NkilibError("shape", f"x has shape {list(x.shape)}; expected [S, H, D] or [B, S, H, D]")
+    _checks.check_rows("x", x)  # no empty inputs
     seq, heads, dim = (int(d) for d in x.shape[-3:])
     if dim % 2 or dim == 0:
         raise _checks.NkilibError("rope.head_dim", f"head dim D={dim} of x {list(x.shape)} must be even (rotated pairs)")
@@ -89,7 +91,7 @@ def _check(x, cos, sin, layout):
 
 
 def _run(x, cos, sin, layout, inverse):
-    _check(x, cos, sin, layout)
+    check(x, cos, sin, layout)
     x4 = x if len(x.shape) == 4 else x.reshape((1, *x.shape))
     return rope_kernel(x4, cos, sin, layout, inverse).reshape(x.shape)
 

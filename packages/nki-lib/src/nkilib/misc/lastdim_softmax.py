@@ -61,21 +61,33 @@ def _bwd_bytes(io: int) -> int:
     return 6 * io + 4  # dy and y (two each), dx (two); fp32 products
 
 
-def softmax(x):
-    """Softmax over the last dim of x (any leading dims)."""
+def check_forward(x) -> tuple[int, int]:
+    """(rows, cols) of an input softmax takes; NkilibError for any it refuses."""
     dt = _checks.check_float("x", x)
     rows, cols = _checks.check_rows("x", x)
     _checks.check_sbuf("last dim", cols, _fwd_bytes(_checks.DTYPE_BYTES[dt]), "softmax")
-    return softmax_kernel(x.reshape(rows, cols)).reshape(x.shape)
+    return rows, cols
 
 
-def softmax_backward(dy, y):
-    """dx of y = softmax(x) for the output gradient dy."""
+def check_backward(dy, y) -> tuple[int, int]:
+    """(rows, cols) of arguments softmax_backward takes; NkilibError for any it refuses."""
     dt = _checks.check_float("y", y)
     rows, cols = _checks.check_rows("y", y)
     _checks.check_shape("dy", dy, y.shape)
     _checks.check_same_dtype("dy", dy, dt)
     _checks.check_sbuf("last dim", cols, _bwd_bytes(_checks.DTYPE_BYTES[dt]), "softmax_backward")
+    return rows, cols
+
+
+def softmax(x):
+    """Softmax over the last dim of x (any leading dims)."""
+    rows, cols = check_forward(x)
+    return softmax_kernel(x.reshape(rows, cols)).reshape(x.shape)
+
+
+def softmax_backward(dy, y):
+    """dx of y = softmax(x) for the output gradient dy."""
+    rows, cols = check_backward(dy, y)
     return softmax_backward_kernel(dy.reshape(rows, cols), y.reshape(rows, cols)).reshape(y.shape)
 
 

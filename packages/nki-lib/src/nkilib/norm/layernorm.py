@@ -125,19 +125,31 @@ def _check(x, weight, kernel, per_element):
     return rows, hidden, dt
 
 
-def layer_norm(x, weight, bias, eps: float = 1e-5):
-    """LayerNorm over the last dim of x (any leading dims); weight and bias [H], x's dtype."""
+def check_forward(x, weight, bias) -> tuple[int, int, str]:
+    """(rows, hidden, dtype) of arguments layer_norm takes; NkilibError for any it refuses."""
     rows, hidden, dt = _check(x, weight, "layer_norm", _fwd_bytes)
     _checks.check_shape("bias", bias, (hidden,))
     _checks.check_same_dtype("bias", bias, dt)
+    return rows, hidden, dt
+
+
+def check_backward(dy, x, weight) -> tuple[int, int, str]:
+    """(rows, hidden, dtype) of arguments layer_norm_backward takes; NkilibError for any it refuses."""
+    rows, hidden, dt = _check(x, weight, "layer_norm_backward", _bwd_bytes)
+    _checks.check_shape("dy", dy, x.shape)
+    _checks.check_same_dtype("dy", dy, dt)
+    return rows, hidden, dt
+
+
+def layer_norm(x, weight, bias, eps: float = 1e-5):
+    """LayerNorm over the last dim of x (any leading dims); weight and bias [H], x's dtype."""
+    rows, hidden, _ = check_forward(x, weight, bias)
     return layer_norm_kernel(x.reshape(rows, hidden), weight, bias, float(eps)).reshape(x.shape)
 
 
 def layer_norm_backward(dy, x, weight, eps: float = 1e-5):
     """(dx like x, dweight [H] fp32, dbias [H] fp32) of layer_norm(x, weight, bias, eps) for dy."""
-    rows, hidden, dt = _check(x, weight, "layer_norm_backward", _bwd_bytes)
-    _checks.check_shape("dy", dy, x.shape)
-    _checks.check_same_dtype("dy", dy, dt)
+    rows, hidden, _ = check_backward(dy, x, weight)
     dx, dw, db = layer_norm_backward_kernel(dy.reshape(rows, hidden), x.reshape(rows, hidden), weight, float(eps))
     return dx.reshape(x.shape), dw.reshape(hidden), db.reshape(hidden)
 

@@ -44,8 +44,8 @@ def _bytes(io: int) -> int:
     return 10 * io  # weight, x and residual (two each: prefetch), squares, h and y (two each)
 
 
-def residual_rms_norm(x, residual, weight, eps: float = 1e-6):
-    """(rms_norm(x + residual, weight, eps), x + residual) over the last dim (any leading dims)."""
+def check_forward(x, residual, weight) -> tuple[int, int, str]:
+    """(rows, hidden, dtype) of arguments residual_rms_norm takes; NkilibError for any it refuses."""
     dt = _checks.check_float("x", x)
     rows, hidden = _checks.check_rows("x", x)
     _checks.check_shape("residual", residual, x.shape)
@@ -53,6 +53,12 @@ def residual_rms_norm(x, residual, weight, eps: float = 1e-6):
     _checks.check_shape("weight", weight, (hidden,))
     _checks.check_same_dtype("weight", weight, dt)
     _checks.check_sbuf("hidden size", hidden, _bytes(_checks.DTYPE_BYTES[dt]), "residual_rms_norm")
+    return rows, hidden, dt
+
+
+def residual_rms_norm(x, residual, weight, eps: float = 1e-6):
+    """(rms_norm(x + residual, weight, eps), x + residual) over the last dim (any leading dims)."""
+    rows, hidden, _ = check_forward(x, residual, weight)
     y, h = residual_rms_norm_kernel(x.reshape(rows, hidden), residual.reshape(rows, hidden), weight, float(eps))
     return y.reshape(x.shape), h.reshape(x.shape)
 

@@ -110,17 +110,28 @@ def _check(x, weight, kernel: str, per_element) -> tuple[int, int, str]:
     return rows, hidden, dt
 
 
+def check_forward(x, weight) -> tuple[int, int, str]:
+    """(rows, hidden, dtype) of arguments rms_norm takes; NkilibError for any it refuses."""
+    return _check(x, weight, "rms_norm", _fwd_bytes)
+
+
+def check_backward(dy, x, weight) -> tuple[int, int, str]:
+    """(rows, hidden, dtype) of arguments rms_norm_backward takes; NkilibError for any it refuses."""
+    rows, hidden, dt = _check(x, weight, "rms_norm_backward", _bwd_bytes)
+    _checks.check_shape("dy", dy, x.shape)
+    _checks.check_same_dtype("dy", dy, dt)
+    return rows, hidden, dt
+
+
 def rms_norm(x, weight, eps: float = 1e-6):
     """RMSNorm over the last dim of x (any leading dims); weight [H], same dtype as x."""
-    rows, hidden, _ = _check(x, weight, "rms_norm", _fwd_bytes)
+    rows, hidden, _ = check_forward(x, weight)
     return rms_norm_kernel(x.reshape(rows, hidden), weight, float(eps)).reshape(x.shape)
 
 
 def rms_norm_backward(dy, x, weight, eps: float = 1e-6):
     """(dx like x, dweight [H] fp32) of rms_norm(x, weight, eps) for the output gradient dy."""
-    rows, hidden, dt = _check(x, weight, "rms_norm_backward", _bwd_bytes)
-    _checks.check_shape("dy", dy, x.shape)
-    _checks.check_same_dtype("dy", dy, dt)
+    rows, hidden, _ = check_backward(dy, x, weight)
     dx, dw = rms_norm_backward_kernel(dy.reshape(rows, hidden), x.reshape(rows, hidden), weight, float(eps))
     return dx.reshape(x.shape), dw.reshape(hidden)
 

@@ -1,0 +1,24 @@
+"""nkilib's kernels as PyTorch ops on the ``neuron`` device (needs torch-neuronx).
+
+    import torch
+    import nkilib.torch as nkt
+
+    x = torch.randn(130, 200, device="neuron", requires_grad=True)
+    w = torch.ones(200, device="neuron", requires_grad=True)
+    nkt.rms_norm(x, w).sum().backward()
+
+Each kernel is a custom op (``torch.ops.nkilib.*``, registered through ``torch_neuronx.nki_op``)
+with ``register_autograd`` for the ones with a backward, so it runs eagerly on neuron tensors
+and as a kernel launch inside ``torch.compile(backend="neuron")`` graphs. The wrappers below take
+the same arguments as the torch ops they replace; arguments no kernel takes (a dtype, a row
+wider than SBUF, a missing weight) run those torch ops instead, with one
+``NkilibFallbackWarning`` per op, shapes and dtypes. Tensors on other devices always run the
+torch ops.
+"""
+
+from nkilib.torch._support import NkilibFallbackWarning
+from nkilib.torch.embeddings import rope, rope_plain
+from nkilib.torch.misc import softmax
+from nkilib.torch.norm import layer_norm, residual_rms_norm, rms_norm
+
+__all__ = ["NkilibFallbackWarning", "layer_norm", "residual_rms_norm", "rms_norm", "rope", "rope_plain", "softmax"]
