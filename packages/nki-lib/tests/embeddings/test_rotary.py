@@ -52,3 +52,21 @@ def test_bad_inputs_name_the_argument():
         rope(randn((4, 2, 7)), cos[:, :3], sin[:, :3])
     with pytest.raises(NkilibError, match=r"\[nkilib.shape\] x has shape \[4, 16\]"):
         rope(randn((4, 16)), cos, sin)
+
+
+def test_bad_dtypes_empty_and_too_wide_rows_are_refused():
+    from nkilib.embeddings.rotary import max_heads_x_dim
+    from nkilib_helpers import BF16
+
+    cos, sin = rope_tables(4, 8)
+    with pytest.raises(NkilibError, match=r"\[nkilib.dtype\] x has dtype int32"):
+        rope(randn((4, 2, 8)).astype(np.int32), cos, sin)
+    with pytest.raises(NkilibError, match=r"\[nkilib.dtype\] cos has dtype bfloat16, expected float32"):
+        rope(randn((4, 2, 8)), cos.astype(BF16), sin)
+    with pytest.raises(NkilibError, match=r"no elements"):
+        rope(randn((0, 4, 2, 8)), cos, sin)
+    limit = max_heads_x_dim("float32")
+    heads = limit // 64 + 1
+    c, s = rope_tables(2, 64)
+    with pytest.raises(NkilibError, match=rf"\[nkilib.sbuf\] rope: heads x head dim of {heads * 64} .* at most {limit}"):
+        rope(randn((2, heads, 64)), c, s)

@@ -6,7 +6,7 @@ from nkilib import NkilibError
 from nkilib.misc import softmax, softmax_backward
 from nkilib.misc.lastdim_softmax import max_cols
 from nkilib.misc.lastdim_softmax_reference import softmax_backward_reference, softmax_reference
-from nkilib_helpers import DTYPES, SHAPES, assert_close, f32, randn
+from nkilib_helpers import BF16, DTYPES, SHAPES, assert_close, f32, randn
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -39,3 +39,10 @@ def test_rows_wider_than_sbuf_are_refused():
         softmax(randn((1, limit + 1)))
     with pytest.raises(NkilibError, match=r"\[nkilib.shape\] dy has shape \[2, 3\], expected \[2, 4\]"):
         softmax_backward(randn((2, 3)), randn((2, 4)))
+
+
+def test_bad_dtypes_are_refused():
+    with pytest.raises(NkilibError, match=r"\[nkilib.dtype\] x has dtype float64"):
+        softmax(randn((2, 4)).astype(np.float64))
+    with pytest.raises(NkilibError, match=r"\[nkilib.dtype\] dy has dtype float32, expected bfloat16"):
+        softmax_backward(randn((2, 4)), randn((2, 4)).astype(BF16))

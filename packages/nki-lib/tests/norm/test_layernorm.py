@@ -47,3 +47,12 @@ def test_bad_inputs_name_the_argument():
         layer_norm(x, w, randn((32,), BF16))
     with pytest.raises(NkilibError, match=r"\[nkilib.dtype\] x has dtype int32"):
         layer_norm(x.astype(np.int32), w, w)
+
+
+def test_mismatched_weight_and_too_wide_forward_rows_are_refused():
+    with pytest.raises(NkilibError, match=r"\[nkilib.shape\] weight has shape \[31\], expected \[32\]"):
+        layer_norm(randn((4, 32)), randn((31,)), randn((32,)))
+    limit = max_hidden("bfloat16")
+    h = limit + 1
+    with pytest.raises(NkilibError, match=rf"\[nkilib.sbuf\] layer_norm: hidden size of {h} .* at most {limit}"):
+        layer_norm(randn((1, h), BF16), randn((h,), BF16), randn((h,), BF16))

@@ -28,3 +28,16 @@ def test_same_as_add_then_rms_norm():
 def test_mismatched_residual_is_refused():
     with pytest.raises(NkilibError, match=r"\[nkilib.shape\] residual has shape \[4, 31\], expected \[4, 32\]"):
         residual_rms_norm(randn((4, 32)), randn((4, 31)), randn((32,)))
+
+
+def test_bad_dtypes_and_too_wide_rows_are_refused():
+    from nkilib.norm.residual_rmsnorm import max_hidden
+    from nkilib_helpers import BF16
+
+    with pytest.raises(NkilibError, match=r"\[nkilib.dtype\] residual has dtype bfloat16, expected float32"):
+        residual_rms_norm(randn((4, 32)), randn((4, 32), BF16), randn((32,)))
+    with pytest.raises(NkilibError, match=r"\[nkilib.shape\] weight has shape \[16\], expected \[32\]"):
+        residual_rms_norm(randn((4, 32)), randn((4, 32)), randn((16,)))
+    h = max_hidden("float32") + 1
+    with pytest.raises(NkilibError, match=rf"\[nkilib.sbuf\] residual_rms_norm: hidden size of {h} .* at most {h - 1}"):
+        residual_rms_norm(randn((1, h)), randn((1, h)), randn((h,)))
