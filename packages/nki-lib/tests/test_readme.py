@@ -1,0 +1,32 @@
+"""The README's examples run as written, and its SBUF limits are the kernels' own."""
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_examples_run(capsys):
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    assert len(blocks) == 2  # numpy, then PyTorch
+    for block in blocks:
+        exec(compile(block, str(README), "exec"), {})
+    out = capsys.readouterr().out
+    assert "us of simulated device time" in out and "torch.Size([130, 200])" in out
+
+
+def test_readme_table_states_each_kernels_widest_row():
+    from nkilib.embeddings import rotary
+    from nkilib.misc import lastdim_softmax
+    from nkilib.norm import layernorm, residual_rmsnorm, rmsnorm
+
+    text = README.read_text()
+    rows = {
+        "RMSNorm |": (rmsnorm.max_hidden, {}), "RMSNorm backward": (rmsnorm.max_hidden, {"backward": True}),
+        "LayerNorm |": (layernorm.max_hidden, {}), "LayerNorm backward": (layernorm.max_hidden, {"backward": True}),
+        "residual add + RMSNorm": (residual_rmsnorm.max_hidden, {}), "RoPE |": (rotary.max_heads_x_dim, {}),
+        "softmax |": (lastdim_softmax.max_cols, {}), "softmax backward": (lastdim_softmax.max_cols, {"backward": True}),
+    }
+    for name, (limit, kw) in rows.items():
+        line = next(ln for ln in text.splitlines() if ln.startswith(f"| {name}"))
+        assert f"{limit('float32', **kw)} / {limit('bfloat16', **kw)}" in line, (name, line)
