@@ -60,7 +60,7 @@ def test_bad_inputs_name_the_argument():
 def test_next_tile_is_loaded_while_the_current_one_is_computed():
     """Prefetching overlaps DMA with the engines: the launch takes less than its DMA and compute
     busy times one after the other."""
-    rms_norm(randn((512, 2048), BF16), randn((2048,), BF16))
+    rms_norm(randn((1024, 2048), BF16), randn((2048,), BF16))  # 8 tiles: the first load and last store are a small part
     s = rms_norm_kernel.last_timing[0].summary
     busy = s["dma_active_time_ns"] + s["scalar_active_time_ns"] + s["vector_active_time_ns"]
     assert s["total_time_ns"] < 0.8 * busy

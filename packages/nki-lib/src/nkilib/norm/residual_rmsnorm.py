@@ -15,7 +15,7 @@ import nki.language as nl
 from nkilib import _checks
 from nkilib._tiling import P, Ring, loader, prefetched, scratch, store
 from nkilib.norm._weights import broadcast_rows
-from nkilib.norm.rmsnorm import inv_rms, stats_ring
+from nkilib.norm.rmsnorm import inv_rms, scale_rows, stats_ring
 
 
 @nki.jit
@@ -34,8 +34,7 @@ def residual_rms_norm_kernel(x, residual, weight, eps):
         nisa.tensor_tensor(dst=ht[0:n], data1=xt[0:n], data2=rt[0:n], op=nl.add)
         store(h[p0:p0 + n, :], ht[0:n])
         inv_rms(ht, n, hidden, eps, sq, ss, r)
-        nisa.scalar_tensor_tensor(dst=yt[0:n], data=ht[0:n], op0=nl.multiply, operand0=r[0:n], op1=nl.multiply,
-                                  operand1=g[0:n])
+        scale_rows(yt, ht, r, g, n)
         store(y[p0:p0 + n, :], yt[0:n])
     return y, h
 
