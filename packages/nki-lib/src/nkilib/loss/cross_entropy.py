@@ -197,10 +197,4 @@ def cross_entropy_backward(logits, labels, lse, dloss):
 def _as_column(labels, rows):
     if isinstance(labels, np.ndarray):
         return labels.astype(np.float32).reshape(rows, 1)
-    return labels.to(dtype=_torch_float32(labels)).reshape(rows, 1)
-
-
-def _torch_float32(t):
-    import torch  # only reached with torch tensors
-
-    return torch.float32
+    return labels.float().reshape(rows, 1)  # a torch tensor

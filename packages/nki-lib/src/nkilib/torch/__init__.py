@@ -18,7 +18,8 @@ torch ops.
 
 from nkilib.torch._support import NkilibFallbackWarning
 from nkilib.torch.embeddings import rope, rope_plain
+from nkilib.torch.loss import cross_entropy
 from nkilib.torch.misc import softmax
 from nkilib.torch.norm import layer_norm, residual_rms_norm, rms_norm
 
-__all__ = ["NkilibFallbackWarning", "layer_norm", "residual_rms_norm", "rms_norm", "rope", "rope_plain", "softmax"]
+__all__ = ["NkilibFallbackWarning", "cross_entropy", "layer_norm", "residual_rms_norm", "rms_norm", "rope", "rope_plain", "softmax"]
