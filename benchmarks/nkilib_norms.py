@@ -6,7 +6,8 @@ launch the call makes; warm: each signature compiled before it is timed).
 Also each kernel's MBU: the bytes it must move through HBM (inputs read once, outputs written
 once) over its device time, against one NeuronCore's share of HBM bandwidth.
 
-    python benchmarks/nkilib_norms.py            # bf16, 4096 x 4096 rows (RoPE: 4 x 1024 x 32 x 128)
+    python benchmarks/nkilib_norms.py            # bf16, 4096 x 4096 rows (RoPE: 4 x 1024 x 32 x 128;
+                                                 # cross-entropy: 2048 x 32768 logits)
     python benchmarks/nkilib_norms.py --quick    # small shapes (a smoke run)
 """
 
@@ -78,6 +79,23 @@ def cases(rows, hidden, rope_shape, dtype):
     ]
 
 
+def loss_cases(rows, classes, dtype):
+    from nkilib.torch import loss
+
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(rows, classes, generator=g).to(dtype).to("neuron")
+    labels = torch.randint(0, classes, (rows,), generator=g).to("neuron")
+    dloss = torch.randn(rows, generator=g).to("neuron")
+    _, lse = loss.cross_entropy_op(logits, labels)
+    nbytes = logits.element_size() * logits.numel()
+    return [
+        ("cross-entropy forward", lambda: loss.cross_entropy_op(logits, labels),
+         lambda: F.cross_entropy(logits, labels, reduction="none"), nbytes),
+        ("cross-entropy backward", lambda: loss.cross_entropy_backward_op(logits, labels, lse, dloss),
+         grad_of(lambda x: F.cross_entropy(x, labels, reduction="none"), (logits,), dloss.to(dtype)), 2 * nbytes),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="small shapes")
@@ -92,7 +110,9 @@ def main() -> None:
     hbm = get_architecture().hbm_bytes_per_ns_per_core
     print(f"nki-lib kernels vs torch-neuronx eager, {args.dtype}, rows x hidden {rows} x {hidden}, "
           f"RoPE x {list(rope_shape)}; simulated trn2 device time (HBM {hbm:.0f} B/ns per core)")
-    for name, kernel, eager, hbm_bytes in cases(rows, hidden, rope_shape, dtype):
+    ce_rows, classes = (256, 5000) if args.quick else (2048, 32768)
+    print(f"cross-entropy: logits [{ce_rows}, {classes}], per-row losses")
+    for name, kernel, eager, hbm_bytes in cases(rows, hidden, rope_shape, dtype) + loss_cases(ce_rows, classes, dtype):
         k_ns = device_ns(kernel)
         torch_neuronx.clear_op_tracking()
         e_ns = device_ns(eager)

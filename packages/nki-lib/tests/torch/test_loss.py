@@ -74,3 +74,11 @@ def test_per_position_logits_fall_back_to_torch():
         loss = cross_entropy(logits.to("neuron"), labels.to("neuron"))
     assert_close(loss.cpu(), F.cross_entropy(logits, labels), torch.float32)
     assert "nki::cross_entropy_kernel" not in torch_neuronx.get_executed_ops()
+
+
+def test_a_device_label_outside_the_classes_gives_an_infinite_loss_not_a_finite_one():
+    """Device labels are not read back to check them; the kernel makes such a row's loss +inf."""
+    loss = cross_entropy(torch.zeros(3, 5, device="neuron"), torch.tensor([0, 7, 4], device="neuron"), reduction="none")
+    loss = loss.cpu()
+    assert torch.isinf(loss[1]) and loss[1] > 0
+    torch.testing.assert_close(loss[[0, 2]], torch.full((2,), 5.0).log())

@@ -64,39 +64,43 @@ def cross_entropy_kernel(logits, labels):
     c = min(CHUNK, width)
     discard = scratch((P, c), nl.float32)  # exp(x - m): only its row sums are kept
     picked_all = scratch((P, c), logits.dtype)  # range_select's output: only its row max is kept
-    rows_ring = Ring(2, *[((P, 1), nl.float32)] * 8)  # per row tile: label, label+1, -m, s, picked, log s, lse, loss
-    chunk_ring = Ring(2, *[((P, 1), nl.float32)] * 5)  # per chunk: -max, -m new, shift, alpha, chunk sum / pick
-    state = None
+    rows_ring = Ring(2, *[((P, 1), nl.float32)] * 7)  # per row tile: label, label+1, s, picked, log s, lse, loss
+    # per chunk: -chunk max, -running max, shift, alpha, chunk sum, chunk pick. The running max
+    # lives in the chunk's own set (two in turn), so the next chunk's update never overwrites the
+    # tile ScalarE's exp of this chunk still reads.
+    chunk_ring = Ring(2, *[((P, 1), nl.float32)] * 6)
+    state = neg_m = None
     for (p0, n, c0, w), xt in _prefetched(_steps(rows, width), _column_loader(logits)):
-        if c0 == 0:
+        first = c0 == 0
+        if first:
             state = rows_ring.next()
-            lab, lab1, neg_m, s, picked = state[:5]
+            lab, lab1 = state[:2]
             nisa.dma_copy(dst=lab[0:n], src=labels[p0:p0 + n, :])
             nisa.tensor_scalar(dst=lab1[0:n], data=lab[0:n], op0=nl.add, operand0=1.0)
-        lab, lab1, neg_m, s, picked = state[:5]
-        neg_cmax, neg_new, shift, alpha, part = chunk_ring.next()
+        lab, lab1, s, picked = state[:4]
+        neg_cmax, neg_new, shift, alpha, part, pick = chunk_ring.next()
         x = xt[0:n, 0:w]
-        first = c0 == 0
-        nisa.tensor_reduce(dst=(neg_m if first else neg_cmax)[0:n], op=nl.max, data=x, axis=1, negate=True)
+        # VectorE: the chunk's max, the running max, then the label's logit if it falls in this
+        # chunk (elsewhere -inf, the max's identity); nothing here waits for ScalarE
+        nisa.tensor_reduce(dst=(neg_new if first else neg_cmax)[0:n], op=nl.max, data=x, axis=1, negate=True)
         if not first:
-            # -m_new = min(-m, -chunk max); alpha = exp(m_old - m_new) = exp(-m_new - (-m_old))
             nisa.tensor_tensor(dst=neg_new[0:n], data1=neg_m[0:n], data2=neg_cmax[0:n], op=nl.minimum)
             nisa.tensor_tensor(dst=shift[0:n], data1=neg_new[0:n], data2=neg_m[0:n], op=nl.subtract)
-            nisa.activation(dst=alpha[0:n], op=nl.exp, data=shift[0:n])
-            nisa.tensor_copy(dst=neg_m[0:n], src=neg_new[0:n])
+        neg_m = neg_new
+        nisa.range_select(dst=picked_all[0:n, 0:w], on_true_tile=x, comp_op0=nl.greater_equal, comp_op1=nl.less,
+                          bound0=lab[0:n], bound1=lab1[0:n], range_start=c0, on_false_value=-np.inf,
+                          reduce_res=(picked if first else pick)[0:n])
+        if not first:
+            nisa.tensor_tensor(dst=picked[0:n], data1=picked[0:n], data2=pick[0:n], op=nl.maximum)
+        # ScalarE: sum of exp(x - m); a later chunk rescales the running sum by
+        # alpha = exp(m_old - m_new) = exp(shift) and adds its own: s = s * alpha + part
         nisa.activation(dst=discard[0:n, 0:w], op=nl.exp, data=x, bias=neg_m[0:n], reduce_op=nl.add,
                         reduce_res=(s if first else part)[0:n])
         if not first:
-            nisa.scalar_tensor_tensor(dst=s[0:n], data=s[0:n], op0=nl.multiply, operand0=alpha[0:n], op1=nl.add,
-                                      operand1=part[0:n])
-        # the label's logit, if it falls in this chunk (elsewhere -inf, the max's identity)
-        nisa.range_select(dst=picked_all[0:n, 0:w], on_true_tile=x, comp_op0=nl.greater_equal, comp_op1=nl.less,
-                          bound0=lab[0:n], bound1=lab1[0:n], range_start=c0, on_false_value=-np.inf,
-                          reduce_res=(picked if first else part)[0:n])
-        if not first:
-            nisa.tensor_tensor(dst=picked[0:n], data1=picked[0:n], data2=part[0:n], op=nl.maximum)
+            nisa.activation(dst=alpha[0:n], op=nl.exp, data=shift[0:n])
+            nisa.activation(dst=s[0:n], op=nl.copy, data=s[0:n], scale=alpha[0:n], bias=part[0:n])
         if c0 + w == width:  # the row tile's last chunk: lse = log(s) + m, loss = lse - picked
-            log_s, lse_t, loss_t = state[5:]
+            log_s, lse_t, loss_t = state[4:]
             nisa.activation(dst=log_s[0:n], op=nl.log, data=s[0:n])
             nisa.tensor_tensor(dst=lse_t[0:n], data1=log_s[0:n], data2=neg_m[0:n], op=nl.subtract)
             nisa.tensor_tensor(dst=loss_t[0:n], data1=lse_t[0:n], data2=picked[0:n], op=nl.subtract)
