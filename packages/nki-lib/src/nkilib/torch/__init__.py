@@ -13,13 +13,14 @@ and as a kernel launch inside ``torch.compile(backend="neuron")`` graphs. The wr
 the same arguments as the torch ops they replace; arguments no kernel takes (a dtype, a row
 wider than SBUF, a missing weight) run those torch ops instead, with one
 ``NkilibFallbackWarning`` per op, shapes and dtypes. Tensors on other devices always run the
-torch ops.
+torch ops. ``swap_modules(model)`` turns a model's nn.RMSNorm / nn.LayerNorm into kernel calls.
 """
 
 from nkilib.torch._support import NkilibFallbackWarning
 from nkilib.torch.embeddings import rope, rope_plain
 from nkilib.torch.loss import cross_entropy
 from nkilib.torch.misc import softmax
+from nkilib.torch.modules import swap_modules
 from nkilib.torch.norm import layer_norm, residual_rms_norm, rms_norm
 
-__all__ = ["NkilibFallbackWarning", "cross_entropy", "layer_norm", "residual_rms_norm", "rms_norm", "rope", "rope_plain", "softmax"]
+__all__ = ["NkilibFallbackWarning", "cross_entropy", "layer_norm", "residual_rms_norm", "rms_norm", "rope", "rope_plain", "softmax", "swap_modules"]
