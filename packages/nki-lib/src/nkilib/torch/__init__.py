@@ -16,6 +16,7 @@ wider than SBUF, a missing weight) run those torch ops instead, with one
 torch ops. ``swap_modules(model)`` turns a model's nn.RMSNorm / nn.LayerNorm into kernel calls.
 """
 
+from nkilib.torch import fast_forms  # noqa: F401  (registers every kernel's fast form)
 from nkilib.torch._support import NkilibFallbackWarning
 from nkilib.torch.embeddings import rope, rope_plain
 from nkilib.torch.loss import cross_entropy

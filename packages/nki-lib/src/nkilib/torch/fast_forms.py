@@ -1,0 +1,125 @@
+"""Fast forms (``torch_neuronx.fast_form``) of every kernel: the same computation as torch ops,
+rounded where the kernel rounds, so that launches on neuron tensors evaluate whole tensors under
+the fast executor (NEURON_SIM_MODE=fast, the default) instead of interpreting the kernel's
+instructions one by one; the device time is still the kernel's own. ``NEURON_SIM_MODE=exact``
+runs the instructions; tests/torch/test_fast_forms.py compares the two (check_fast_form).
+
+Each function takes the kernel's arguments and returns what the kernel returns (same shapes and
+dtypes; weight gradients [1, H] fp32)."""
+
+from __future__ import annotations
+
+import torch
+import torch_neuronx
+
+from nkilib.embeddings.rotary import rope_kernel
+from nkilib.loss.cross_entropy import cross_entropy_backward_kernel, cross_entropy_kernel
+from nkilib.misc.lastdim_softmax import softmax_backward_kernel, softmax_kernel
+from nkilib.norm.layernorm import layer_norm_backward_kernel, layer_norm_kernel
+from nkilib.norm.residual_rmsnorm import residual_rms_norm_kernel
+from nkilib.norm.rmsnorm import rms_norm_backward_kernel, rms_norm_kernel
+
+f32 = torch.float32
+
+
+def _inv_rms(xf, eps):
+    return torch.rsqrt((xf * xf).mean(-1, keepdim=True) + eps)
+
+
+def _scale_rows(xf, r, weight, dtype):
+    """As rmsnorm.scale_rows: fp32 in one pass; half precision rounds x * r before the weight."""
+    if dtype == f32:
+        return xf * r * weight.to(f32)
+    return ((xf * r).to(dtype).to(f32) * weight.to(f32)).to(dtype)
+
+
+@torch_neuronx.fast_form(rms_norm_kernel)
+def rms_norm_fast(x, weight, eps):
+    xf = x.to(f32)
+    return _scale_rows(xf, _inv_rms(xf, eps), weight, x.dtype).to(x.dtype)
+
+
+@torch_neuronx.fast_form(rms_norm_backward_kernel)
+def rms_norm_backward_fast(dy, x, weight, eps):
+    xf, dyf = x.to(f32), dy.to(f32)
+    r = _inv_rms(xf, eps)
+    gy = dyf * weight.to(f32)
+    dx = gy * r - xf * (r * r * r) * (gy * xf).mean(-1, keepdim=True)
+    return dx.to(x.dtype), (dyf * xf * r).sum(0, keepdim=True)
+
+
+@torch_neuronx.fast_form(residual_rms_norm_kernel)
+def residual_rms_norm_fast(x, residual, weight, eps):
+    h = (x.to(f32) + residual.to(f32)).to(x.dtype)
+    hf = h.to(f32)
+    return _scale_rows(hf, _inv_rms(hf, eps), weight, x.dtype).to(x.dtype), h
+
+
+def _xhat(xf, eps):
+    mean = xf.mean(-1, keepdim=True)
+    rstd = torch.rsqrt(((xf - mean) ** 2).mean(-1, keepdim=True) + eps)
+    return (xf - mean) * rstd, rstd
+
+
+@torch_neuronx.fast_form(layer_norm_kernel)
+def layer_norm_fast(x, weight, bias, eps):
+    xhat, _ = _xhat(x.to(f32), eps)
+    return (xhat * weight.to(f32) + bias.to(f32)).to(x.dtype)
+
+
+@torch_neuronx.fast_form(layer_norm_backward_kernel)
+def layer_norm_backward_fast(dy, x, weight, eps):
+    dyf = dy.to(f32)
+    xhat, rstd = _xhat(x.to(f32), eps)
+    gy = dyf * weight.to(f32)
+    dx = rstd * (gy - gy.mean(-1, keepdim=True) - xhat * (gy * xhat).mean(-1, keepdim=True))
+    return dx.to(x.dtype), (dyf * xhat).sum(0, keepdim=True), dyf.sum(0, keepdim=True)
+
+
+@torch_neuronx.fast_form(rope_kernel)
+def rope_fast(x, cos, sin, layout, inverse):
+    c, s = cos.to(f32)[:, None, :], sin.to(f32)[:, None, :]  # [S, 1, D/2]
+    if inverse:
+        s = -s
+    xf = x.to(f32)
+    half = x.shape[-1] // 2
+    if layout == "half":
+        a, b = xf[..., :half], xf[..., half:]
+        return torch.cat([a * c - b * s, b * c + a * s], dim=-1).to(x.dtype)
+    a, b = xf[..., 0::2], xf[..., 1::2]
+    return torch.stack([a * c - b * s, b * c + a * s], dim=-1).flatten(-2).to(x.dtype)
+
+
+@torch_neuronx.fast_form(softmax_kernel)
+def softmax_fast(x):
+    xf = x.to(f32)
+    e = torch.exp(xf - xf.amax(-1, keepdim=True))
+    return (e * (1.0 / e.sum(-1, keepdim=True))).to(x.dtype)
+
+
+@torch_neuronx.fast_form(softmax_backward_kernel)
+def softmax_backward_fast(dy, y):
+    dyf, yf = dy.to(f32), y.to(f32)
+    return ((dyf - (dyf * yf).sum(-1, keepdim=True)) * yf).to(y.dtype)
+
+
+def _one_hot(labels, classes):
+    """[R, C] bool: column == label (labels an [R, 1] fp32 column, as the kernels take them)."""
+    return torch.arange(classes, dtype=f32, device=labels.device)[None, :] == labels
+
+
+@torch_neuronx.fast_form(cross_entropy_kernel)
+def cross_entropy_fast(logits, labels):
+    xf = logits.to(f32)
+    m = xf.amax(-1, keepdim=True)
+    lse = torch.log(torch.exp(xf - m).sum(-1, keepdim=True)) + m
+    # no column matching the label: -inf picked, an infinite loss (as the kernel's range_select)
+    picked = torch.where(_one_hot(labels, xf.shape[-1]), xf, torch.full_like(xf, float("-inf"))).amax(-1, keepdim=True)
+    return lse - picked, lse
+
+
+@torch_neuronx.fast_form(cross_entropy_backward_kernel)
+def cross_entropy_backward_fast(logits, labels, lse, dloss):
+    e = torch.exp(logits.to(f32) - lse)
+    hot = _one_hot(labels, logits.shape[-1]).to(f32)
+    return (e * dloss - hot * dloss).to(logits.dtype)
