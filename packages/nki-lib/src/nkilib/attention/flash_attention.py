@@ -1,0 +1,151 @@
+"""Flash attention forward: ``softmax(q k^T * scale [+ causal mask]) v`` without the [S, S]
+scores ever leaving the chip, for q [B, Hq, S, d] and k, v [B, Hkv, S, d] (grouped-query or
+multi-query heads when Hkv < Hq), head dim d <= 128, any sequence length.
+
+Per (batch, key/value head): K^T [d, S] (row blocks loaded and transposed on TensorE) and V
+(keys on partitions, 128 per block) are loaded once and serve every query head of the group. Per 128-query block: q^T [d, n] is the stationary
+operand; for each block of up to 512 keys (one PSUM bank of fp32 scores) TensorE computes the
+scores, ScalarE scales them out of PSUM, GpSimd masks the diagonal block when causal (blocks
+wholly above the diagonal are skipped), and an online softmax keeps the running max m, sum l
+and fp32 output accumulator per query row (rescaled by exp(m_old - m_new) when a block raises
+the max). The probabilities (I/O dtype) are transposed on TensorE 128 keys at a time and
+multiplied into V, accumulating in PSUM. The output is acc / l in the I/O dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+from nkilib import _checks
+from nkilib._tiling import P, Ring, row_tiles, scratch, store
+
+KEY_BLOCK = 512  # keys per score block: one PSUM bank of fp32
+MASKED = -30000.0  # scores the causal mask removes: exp underflows to exactly 0
+MAX_HEAD_DIM = 128  # the contraction (partition) dim of q k^T
+
+
+def _key_blocks(seq, last):
+    """(k0, width) of the key blocks up to key ``last`` (exclusive)."""
+    return [(k0, min(KEY_BLOCK, last - k0)) for k0 in range(0, last, KEY_BLOCK)]
+
+
+@nki.jit
+def flash_attention_kernel(q, k, v, causal, scale):
+    batch, heads, seq, dim = q.shape
+    kv_heads = k.shape[1]
+    group = heads // kv_heads
+    out = nl.ndarray(q.shape, dtype=q.dtype, buffer=nl.shared_hbm)
+    blocks = (seq + P - 1) // P
+    kT = scratch((dim, seq), k.dtype)
+    vt = scratch((P, blocks * dim), v.dtype)  # key block j's rows on partitions, in columns j*d .. (j+1)*d
+    qT_ring = Ring(2, ((dim, P), q.dtype))
+    stage_ring = Ring(2, ((P, dim), q.dtype))  # q and k rows as they come from HBM, before the transpose
+    s_ring = Ring(2, ((P, KEY_BLOCK), nl.float32), ((P, KEY_BLOCK), q.dtype))
+    pT_ring = Ring(2, ((P, P), q.dtype))
+    row_ring = Ring(2, ((P, dim), nl.float32), *[((P, 1), nl.float32)] * 2)  # acc, -m, l
+    blk_ring = Ring(2, ((P, dim), q.dtype), *[((P, 1), nl.float32)] * 5)  # out tile; -block max, -m new, shift, alpha, sum
+    for b in range(batch):
+        for kvh in range(kv_heads):
+            for j, (k0, kn) in enumerate(row_tiles(seq)):
+                (kt,) = stage_ring.next()
+                nisa.dma_copy(dst=kt[0:kn], src=k[b, kvh, k0:k0 + kn, :])
+                _transpose_into(kT[:, k0:k0 + kn], kt[0:kn], kn, dim)
+                nisa.dma_copy(dst=vt[0:kn, j * dim:(j + 1) * dim], src=v[b, kvh, k0:k0 + kn, :])
+            for h in range(kvh * group, (kvh + 1) * group):
+                for q0, n in row_tiles(seq):
+                    (qT,) = qT_ring.next()
+                    (qt,) = stage_ring.next()
+                    nisa.dma_copy(dst=qt[0:n], src=q[b, h, q0:q0 + n, :])
+                    _transpose_into(qT[:, 0:n], qt[0:n], n, dim)
+                    acc, neg_m, l_sum = row_ring.next()
+                    nisa.memset(dst=acc[0:n], value=0.0)
+                    nisa.memset(dst=neg_m[0:n], value=1e30)  # m = -1e30: the first block's alpha is 0
+                    nisa.memset(dst=l_sum[0:n], value=0.0)
+                    last = min(seq, q0 + n) if causal else seq
+                    for k0, kw in _key_blocks(seq, last):
+                        _block(qT, kT, vt, n, q0, k0, kw, dim, scale, causal, acc, neg_m, l_sum, s_ring, pT_ring, blk_ring)
+                    ot, inv = blk_ring.next()[0], row_ring.next()[2]  # a free [P, 1] of the other set
+                    nisa.reciprocal(dst=inv[0:n], data=l_sum[0:n])
+                    nisa.tensor_scalar(dst=ot[0:n], data=acc[0:n], op0=nl.multiply, operand0=inv[0:n])
+                    store(out[b, h, q0:q0 + n, :], ot[0:n])
+    return out
+
+
+def _transpose_into(dst, src, n, dim):
+    """dst [d, n] (SBUF) = src [n, d]^T through TensorE and PSUM: a strided (transposing) DMA
+    would move one element per descriptor, ~80x slower than these row loads."""
+    t = nl.ndarray((P, P), dtype=src.dtype, buffer=nl.psum)
+    nisa.nc_transpose(dst=t[0:dim, 0:n], data=src)
+    nisa.tensor_copy(dst=dst, src=t[0:dim, 0:n])
+
+
+def _block(qT, kT, vt, n, q0, k0, kw, dim, scale, causal, acc, neg_m, l_sum, s_ring, pT_ring, blk_ring):
+    """One block of kw keys from k0 for the n queries from q0: online-softmax update of acc, m, l."""
+    s, p = s_ring.next()
+    _, neg_bmax, neg_new, shift, alpha, part = blk_ring.next()
+    scores = nl.ndarray((P, KEY_BLOCK), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=scores[0:n, 0:kw], stationary=qT[:, 0:n], moving=kT[:, k0:k0 + kw])
+    nisa.activation(dst=s[0:n, 0:kw], op=nl.copy, data=scores[0:n, 0:kw], scale=float(scale))
+    if causal and k0 + kw > q0 + 1:  # the block reaches past some query's own position
+        # keep key k0 + j for query q0 + p when (q0 + p) - (k0 + j) >= 0
+        nisa.affine_select(dst=s[0:n, 0:kw], pattern=[[-1, kw]], channel_multiplier=1, on_true_tile=s[0:n, 0:kw],
+                           on_false_value=MASKED, cmp_op=nl.greater_equal, offset=q0 - k0)
+    nisa.tensor_reduce(dst=neg_bmax[0:n], op=nl.max, data=s[0:n, 0:kw], axis=1, negate=True)
+    nisa.tensor_tensor(dst=neg_new[0:n], data1=neg_m[0:n], data2=neg_bmax[0:n], op=nl.minimum)
+    nisa.tensor_tensor(dst=shift[0:n], data1=neg_new[0:n], data2=neg_m[0:n], op=nl.subtract)
+    nisa.tensor_copy(dst=neg_m[0:n], src=neg_new[0:n])
+    nisa.activation(dst=alpha[0:n], op=nl.exp, data=shift[0:n])
+    nisa.activation(dst=p[0:n, 0:kw], op=nl.exp, data=s[0:n, 0:kw], bias=neg_new[0:n], reduce_op=nl.add,
+                    reduce_res=part[0:n])
+    nisa.activation(dst=l_sum[0:n], op=nl.copy, data=l_sum[0:n], scale=alpha[0:n], bias=part[0:n])
+    pv = nl.ndarray((P, dim), dtype=nl.float32, buffer=nl.psum)
+    for c0 in range(0, kw, P):
+        cw = min(P, kw - c0)
+        pT_psum = nl.ndarray((P, P), dtype=p.dtype, buffer=nl.psum)
+        nisa.nc_transpose(dst=pT_psum[0:cw, 0:n], data=p[0:n, c0:c0 + cw])
+        (pT,) = pT_ring.next()
+        nisa.tensor_copy(dst=pT[0:cw, 0:n], src=pT_psum[0:cw, 0:n])
+        j = (k0 + c0) // P
+        nisa.nc_matmul(dst=pv[0:n, :], stationary=pT[0:cw, 0:n], moving=vt[0:cw, j * dim:(j + 1) * dim])
+    # acc = acc * alpha + p v
+    nisa.scalar_tensor_tensor(dst=acc[0:n], data=acc[0:n], op0=nl.multiply, operand0=alpha[0:n], op1=nl.add,
+                              operand1=pv[0:n, :])
+
+
+def check(q, k, v, causal=False, scale=None) -> str:
+    """The dtype of arguments flash_attention takes; NkilibError for any it refuses."""
+    dt = _checks.check_float("q", q)
+    if len(q.shape) != 4:
+        raise _checks.NkilibError("shape", f"q has shape {list(q.shape)}; expected [B, Hq, S, d]")
+    batch, heads, seq, dim = (int(s) for s in q.shape)
+    _checks.check_rows("q", q)
+    if dim > MAX_HEAD_DIM:
+        raise _checks.NkilibError("attention.head_dim", f"head dim {dim} of q; the kernel contracts over at most {MAX_HEAD_DIM}")
+    if len(k.shape) != 4 or k.shape[0] != batch or k.shape[2:] != q.shape[2:]:
+        raise _checks.NkilibError("shape", f"k has shape {list(k.shape)}; expected [{batch}, Hkv, {seq}, {dim}]")
+    kv_heads = int(k.shape[1])
+    if kv_heads == 0 or heads % kv_heads:
+        raise _checks.NkilibError("attention.heads", f"{heads} query heads over {kv_heads} key/value heads; Hq must be a multiple of Hkv")
+    _checks.check_shape("v", v, k.shape)
+    _checks.check_same_dtype("k", k, dt)
+    _checks.check_same_dtype("v", v, dt)
+    io = _checks.DTYPE_BYTES[dt]
+    blocks = (seq + P - 1) // P
+    # per partition: K^T (S keys), V (d per key block), q^T, scores and probabilities, acc, output
+    need = seq * io + blocks * dim * io + 2 * (P * io + KEY_BLOCK * (4 + io) + P * io + dim * (4 + io)) + 1024
+    if need > _checks.sbuf_budget():
+        raise _checks.NkilibError("sbuf", f"flash_attention: sequence {seq} with head dim {dim} needs {need} bytes per SBUF "
+                                          f"partition for K and V, over the {_checks.sbuf_budget()} available")
+    return dt
+
+
+def flash_attention(q, k, v, causal: bool = False, scale: float | None = None):
+    """softmax(q k^T * scale) v per head (scale defaults to 1/sqrt(d)); causal masks keys after
+    each query's position. q [B, Hq, S, d], k/v [B, Hkv, S, d] in the same dtype."""
+    check(q, k, v, causal, scale)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    return flash_attention_kernel(q, k, v, bool(causal), scale)
