@@ -30,3 +30,22 @@ def test_readme_table_states_each_kernels_widest_row():
     for name, (limit, kw) in rows.items():
         line = next(ln for ln in text.splitlines() if ln.startswith(f"| {name}"))
         assert f"{limit('float32', **kw)} / {limit('bfloat16', **kw)}" in line, (name, line)
+
+
+def test_readme_states_the_longest_attention_sequence():
+    import ml_dtypes
+    import numpy as np
+    from nkilib import NkilibError
+    from nkilib.attention.flash_attention import check
+
+    def fits(seq, dim, dtype):
+        a = np.broadcast_to(np.zeros((), dtype), (1, 1, seq, dim))
+        try:
+            check(a, a, a)
+        except NkilibError:
+            return False
+        return True
+
+    line = next(ln for ln in README.read_text().splitlines() if ln.startswith("| flash attention forward"))
+    for seq, dim, dtype in ((49788, 128, ml_dtypes.bfloat16), (32766, 64, np.float32)):
+        assert fits(seq, dim, dtype) and not fits(seq + 1, dim, dtype) and str(seq) in line
