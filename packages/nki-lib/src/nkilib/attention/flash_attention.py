@@ -66,8 +66,15 @@ def flash_attention_kernel(q, k, v, causal, scale):
                     nisa.memset(dst=neg_m[0:n], value=1e30)  # m = -1e30: the first block's alpha is 0
                     nisa.memset(dst=l_sum[0:n], value=0.0)
                     last = min(seq, q0 + n) if causal else seq
+                    # software pipeline: block i+1's scores and probabilities are issued before
+                    # block i's P V, so TensorE, ScalarE and VectorE work on different blocks
+                    pending = None
                     for k0, kw in _key_blocks(seq, last):
-                        _block(qT, kT, vt, n, q0, k0, kw, dim, scale, causal, acc, neg_m, l_sum, s_ring, pT_ring, blk_ring)
+                        probs = _probabilities(qT, kT, n, q0, k0, kw, scale, causal, neg_m, l_sum, s_ring, blk_ring)
+                        if pending is not None:
+                            _accumulate(*pending, vt, n, dim, acc, pT_ring)
+                        pending = (probs, k0, kw)
+                    _accumulate(*pending, vt, n, dim, acc, pT_ring)
                     ot, inv = blk_ring.next()[0], row_ring.next()[2]  # a free [P, 1] of the other set
                     nisa.reciprocal(dst=inv[0:n], data=l_sum[0:n])
                     nisa.tensor_scalar(dst=ot[0:n], data=acc[0:n], op0=nl.multiply, operand0=inv[0:n])
@@ -83,8 +90,9 @@ def _transpose_into(dst, src, n, dim):
     nisa.tensor_copy(dst=dst, src=t[0:dim, 0:n])
 
 
-def _block(qT, kT, vt, n, q0, k0, kw, dim, scale, causal, acc, neg_m, l_sum, s_ring, pT_ring, blk_ring):
-    """One block of kw keys from k0 for the n queries from q0: online-softmax update of acc, m, l."""
+def _probabilities(qT, kT, n, q0, k0, kw, scale, causal, neg_m, l_sum, s_ring, blk_ring):
+    """Scores of kw keys from k0 for the n queries from q0, and the online-softmax update of the
+    running max and sum; returns (probabilities tile, alpha = exp(m_old - m_new)) for _accumulate."""
     s, p = s_ring.next()
     _, neg_bmax, neg_new, shift, alpha, part = blk_ring.next()
     scores = nl.ndarray((P, KEY_BLOCK), dtype=nl.float32, buffer=nl.psum)
@@ -102,6 +110,13 @@ def _block(qT, kT, vt, n, q0, k0, kw, dim, scale, causal, acc, neg_m, l_sum, s_r
     nisa.activation(dst=p[0:n, 0:kw], op=nl.exp, data=s[0:n, 0:kw], bias=neg_new[0:n], reduce_op=nl.add,
                     reduce_res=part[0:n])
     nisa.activation(dst=l_sum[0:n], op=nl.copy, data=l_sum[0:n], scale=alpha[0:n], bias=part[0:n])
+    return p, alpha
+
+
+def _accumulate(probs, k0, kw, vt, n, dim, acc, pT_ring):
+    """acc = acc * alpha + P V for one key block (P transposed on TensorE 128 keys at a time,
+    the products accumulating in one PSUM tile)."""
+    p, alpha = probs
     pv = nl.ndarray((P, dim), dtype=nl.float32, buffer=nl.psum)
     for c0 in range(0, kw, P):
         cw = min(P, kw - c0)
@@ -111,7 +126,6 @@ def _block(qT, kT, vt, n, q0, k0, kw, dim, scale, causal, acc, neg_m, l_sum, s_r
         nisa.tensor_copy(dst=pT[0:cw, 0:n], src=pT_psum[0:cw, 0:n])
         j = (k0 + c0) // P
         nisa.nc_matmul(dst=pv[0:n, :], stationary=pT[0:cw, 0:n], moving=vt[0:cw, j * dim:(j + 1) * dim])
-    # acc = acc * alpha + p v
     nisa.scalar_tensor_tensor(dst=acc[0:n], data=acc[0:n], op0=nl.multiply, operand0=alpha[0:n], op1=nl.add,
                               operand1=pv[0:n, :])
 
