@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 import torch_neuronx
 
+from nkilib.attention.flash_attention import MASKED, flash_attention_kernel
 from nkilib.embeddings.rotary import rope_kernel
 from nkilib.loss.cross_entropy import cross_entropy_backward_kernel, cross_entropy_kernel
 from nkilib.misc.lastdim_softmax import softmax_backward_kernel, softmax_kernel
@@ -123,3 +124,18 @@ def cross_entropy_backward_fast(logits, labels, lse, dloss):
     e = torch.exp(logits.to(f32) - lse)
     hot = _one_hot(labels, logits.shape[-1]).to(f32)
     return (e * dloss - hot * dloss).to(logits.dtype)
+
+
+@torch_neuronx.fast_form(flash_attention_kernel)
+def flash_attention_fast(q, k, v, causal, scale):
+    group = q.shape[1] // k.shape[1]
+    kf = k.to(f32).repeat_interleave(group, dim=1)
+    vf = v.to(f32).repeat_interleave(group, dim=1)
+    s = q.to(f32) @ kf.transpose(-1, -2) * scale
+    if causal:
+        seq = q.shape[2]
+        keep = torch.arange(seq, device=q.device)[:, None] >= torch.arange(seq, device=q.device)[None, :]
+        s = torch.where(keep, s, torch.full_like(s, MASKED))
+    e = torch.exp(s - s.amax(-1, keepdim=True))
+    # the kernel multiplies V by the probabilities rounded to the I/O dtype, then divides by the fp32 sum
+    return ((e.to(q.dtype).to(f32) @ vf) / e.sum(-1, keepdim=True)).to(q.dtype)
