@@ -31,6 +31,21 @@ def test_matches_reference(shape, dtype, causal):
     assert_close(out, attention_reference(q, k, v, causal), dtype, atol=1e-2 if dtype is BF16 else None)
 
 
+# (B, Hq, Hkv, Sq, Sk, d): one new token against a cache of 700 keys; a chunk of 130 after 170
+DECODE = [pytest.param((2, 4, 1, 1, 700, 64), id="decode-1x700"), pytest.param((1, 2, 2, 130, 300, 128), id="chunk-130x300")]
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", DECODE)
+def test_fewer_queries_than_keys_are_the_last_positions(shape, dtype, causal):
+    b, hq, hkv, sq, sk, d = shape
+    q, k, v = randn((b, hq, sq, d), dtype, seed=7), randn((b, hkv, sk, d), dtype, seed=8), randn((b, hkv, sk, d), dtype, seed=9)
+    out = flash_attention(q, k, v, causal=causal)
+    assert out.shape == q.shape
+    assert_close(out, attention_reference(q, k, v, causal), dtype, atol=1e-2 if dtype is BF16 else None)
+
+
 def test_scale_and_the_first_query_seeing_only_the_first_key():
     q, k, v = _qkv((1, 1, 1, 600, 64), np.float32, seed=5)
     assert_close(flash_attention(q, k, v, scale=0.3), attention_reference(q, k, v, scale=0.3), np.float32)
@@ -46,8 +61,10 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(NkilibError, match=r"\[nkilib.attention.head_dim\] head dim 160 of q; .* at most 128"):
         flash_attention(q, k, v)
     q, k, v = _qkv((1, 2, 1, 16, 64), np.float32)
-    with pytest.raises(NkilibError, match=r"\[nkilib.shape\] k has shape \[1, 1, 15, 64\]"):
-        flash_attention(q, k[:, :, :15], v)
+    with pytest.raises(NkilibError, match=r"\[nkilib.shape\] k has shape \[1, 1, 16, 32\]; expected \[1, Hkv, Sk, 64\]"):
+        flash_attention(q, k[..., :32], v)
+    with pytest.raises(NkilibError, match=r"\[nkilib.attention.causal\] causal with 16 queries over 15 keys"):
+        flash_attention(q, k[:, :, :15], v[:, :, :15], causal=True)
     with pytest.raises(NkilibError, match=r"\[nkilib.shape\] v has shape \[1, 1, 16, 32\], expected \[1, 1, 16, 64\]"):
         flash_attention(q, k, v[..., :32])
     with pytest.raises(NkilibError, match=r"\[nkilib.dtype\] v has dtype bfloat16, expected float32"):

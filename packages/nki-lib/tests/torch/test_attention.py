@@ -45,6 +45,15 @@ def test_fast_form_matches_the_instructions(dtype):
         check_fast_form(flash_attention_kernel, q, k, v, causal, 0.125, **tol)
 
 
+def test_decoding_one_token_against_a_cache():
+    q, k, v = _qkv(1, 4, 2, 1, 64, seed=4)
+    k, v = inputs((1, 2, 300, 64), (1, 2, 300, 64), seed=5)
+    out = scaled_dot_product_attention(q.to("neuron"), k.to("neuron"), v.to("neuron"), enable_gqa=True)
+    assert_close(out.cpu(), F.scaled_dot_product_attention(q, k, v, enable_gqa=True), torch.float32)
+    assert "nki::flash_attention_kernel" in torch_neuronx.get_executed_ops()
+    check_fast_form(flash_attention_kernel, *(t.to("neuron") for t in (q, k, v)), True, 0.125, rtol=2e-5, atol=2e-5)
+
+
 def test_training_and_masks_fall_back_to_torch_sdpa():
     q, k, v = _qkv(1, 2, 2, 64, 32, seed=3)
     qn = q.to("neuron").requires_grad_()
@@ -54,6 +63,9 @@ def test_training_and_masks_fall_back_to_torch_sdpa():
     qc = q.clone().requires_grad_()
     F.scaled_dot_product_attention(qc, k, v, is_causal=True).sum().backward()
     assert_close(qn.grad.cpu(), qc.grad, torch.float32)
+    with pytest.warns(NkilibFallbackWarning, match=r"\[nkilib.attention.causal\] is_causal with 16 queries over 64 keys"):
+        out = scaled_dot_product_attention(q[:, :, :16].to("neuron"), k.to("neuron"), v.to("neuron"), is_causal=True)
+    assert_close(out.cpu(), F.scaled_dot_product_attention(q[:, :, :16], k, v, is_causal=True), torch.float32)
     mask = torch.ones(64, 64, dtype=torch.bool).tril()
     with pytest.warns(NkilibFallbackWarning, match=r"\[nkilib.attention.arguments\]"):
         out = scaled_dot_product_attention(q.to("neuron"), k.to("neuron"), v.to("neuron"), attn_mask=mask.to("neuron"))

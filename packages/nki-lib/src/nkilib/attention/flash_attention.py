@@ -1,6 +1,7 @@
 """Flash attention forward: ``softmax(q k^T * scale [+ causal mask]) v`` without the [S, S]
-scores ever leaving the chip, for q [B, Hq, S, d] and k, v [B, Hkv, S, d] (grouped-query or
-multi-query heads when Hkv < Hq), head dim d <= 128, any sequence length.
+scores ever leaving the chip, for q [B, Hq, Sq, d] and k, v [B, Hkv, Sk, d] (grouped-query or
+multi-query heads when Hkv < Hq), head dim d <= 128, any sequence lengths: Sq == Sk for
+prefill, Sq < Sk for decoding against a (contiguous) KV cache, causal bottom-right aligned.
 
 Per (batch, key/value head): K^T [d, S] (row blocks loaded and transposed on TensorE) and V
 (keys on partitions, 128 per block) are loaded once and serve every query head of the group. Per 128-query block: q^T [d, n] is the stationary
@@ -35,8 +36,9 @@ def _key_blocks(seq, last):
 
 @nki.jit
 def flash_attention_kernel(q, k, v, causal, scale):
-    batch, heads, seq, dim = q.shape
-    kv_heads = k.shape[1]
+    batch, heads, seq_q, dim = q.shape
+    kv_heads, seq = k.shape[1], k.shape[2]  # seq: keys
+    offset = seq - seq_q  # causal: query i sits at position offset + i (the last query sees every key)
     group = heads // kv_heads
     out = nl.ndarray(q.shape, dtype=q.dtype, buffer=nl.shared_hbm)
     blocks = (seq + P - 1) // P
@@ -56,7 +58,7 @@ def flash_attention_kernel(q, k, v, causal, scale):
                 _transpose_into(kT[:, k0:k0 + kn], kt[0:kn], kn, dim)
                 nisa.dma_copy(dst=vt[0:kn, j * dim:(j + 1) * dim], src=v[b, kvh, k0:k0 + kn, :])
             for h in range(kvh * group, (kvh + 1) * group):
-                for q0, n in row_tiles(seq):
+                for q0, n in row_tiles(seq_q):
                     (qT,) = qT_ring.next()
                     (qt,) = stage_ring.next()
                     nisa.dma_copy(dst=qt[0:n], src=q[b, h, q0:q0 + n, :])
@@ -65,12 +67,13 @@ def flash_attention_kernel(q, k, v, causal, scale):
                     nisa.memset(dst=acc[0:n], value=0.0)
                     nisa.memset(dst=neg_m[0:n], value=1e30)  # m = -1e30: the first block's alpha is 0
                     nisa.memset(dst=l_sum[0:n], value=0.0)
-                    last = min(seq, q0 + n) if causal else seq
+                    last = min(seq, offset + q0 + n) if causal else seq
                     # software pipeline: block i+1's scores and probabilities are issued before
                     # block i's P V, so TensorE, ScalarE and VectorE work on different blocks
                     pending = None
                     for k0, kw in _key_blocks(seq, last):
-                        probs = _probabilities(qT, kT, n, q0, k0, kw, scale, causal, neg_m, l_sum, s_ring, blk_ring)
+                        probs = _probabilities(qT, kT, n, offset + q0, k0, kw, scale, causal, neg_m, l_sum, s_ring,
+                                               blk_ring)
                         if pending is not None:
                             _accumulate(*pending, vt, n, dim, acc, pT_ring)
                         pending = (probs, k0, kw)
@@ -91,7 +94,7 @@ def _transpose_into(dst, src, n, dim):
 
 
 def _probabilities(qT, kT, n, q0, k0, kw, scale, causal, neg_m, l_sum, s_ring, blk_ring):
-    """Scores of kw keys from k0 for the n queries from q0, and the online-softmax update of the
+    """Scores of kw keys from k0 for the n queries at positions from q0, and the online-softmax update of the
     running max and sum; returns (probabilities tile, alpha = exp(m_old - m_new)) for _accumulate."""
     s, p = s_ring.next()
     _, neg_bmax, neg_new, shift, alpha, part = blk_ring.next()
@@ -142,12 +145,16 @@ def check(q, k, v, causal=False, scale=None) -> str:
     dt = _checks.check_float("q", q)
     if len(q.shape) != 4:
         raise _checks.NkilibError("shape", f"q has shape {list(q.shape)}; expected [B, Hq, S, d]")
-    batch, heads, seq, dim = (int(s) for s in q.shape)
+    batch, heads, seq_q, dim = (int(s) for s in q.shape)
     _checks.check_rows("q", q)
     if dim > MAX_HEAD_DIM:
         raise _checks.NkilibError("attention.head_dim", f"head dim {dim} of q; the kernel contracts over at most {MAX_HEAD_DIM}")
-    if len(k.shape) != 4 or k.shape[0] != batch or k.shape[2:] != q.shape[2:]:
-        raise _checks.NkilibError("shape", f"k has shape {list(k.shape)}; expected [{batch}, Hkv, {seq}, {dim}]")
+    if len(k.shape) != 4 or k.shape[0] != batch or k.shape[3] != dim or k.shape[2] == 0:
+        raise _checks.NkilibError("shape", f"k has shape {list(k.shape)}; expected [{batch}, Hkv, Sk, {dim}]")
+    seq = int(k.shape[2])
+    if causal and seq_q > seq:
+        raise _checks.NkilibError("attention.causal", f"causal with {seq_q} queries over {seq} keys: query i sits at "
+                                                      "position Sk - Sq + i, so the first queries would see no key")
     kv_heads = int(k.shape[1])
     if kv_heads == 0 or heads % kv_heads:
         raise _checks.NkilibError("attention.heads", f"{heads} query heads over {kv_heads} key/value heads; Hq must be a multiple of Hkv")
@@ -165,8 +172,10 @@ def check(q, k, v, causal=False, scale=None) -> str:
 
 
 def flash_attention(q, k, v, causal: bool = False, scale: float | None = None):
-    """softmax(q k^T * scale) v per head (scale defaults to 1/sqrt(d)); causal masks keys after
-    each query's position. q [B, Hq, S, d], k/v [B, Hkv, S, d] in the same dtype."""
+    """softmax(q k^T * scale) v per head (scale defaults to 1/sqrt(d)). q [B, Hq, Sq, d], k/v
+    [B, Hkv, Sk, d] in the same dtype. causal masks keys after each query's position, query i
+    sitting at position Sk - Sq + i (the queries are the last Sq positions: prefill when
+    Sq == Sk, decoding or chunked prefill against a KV cache when Sq < Sk)."""
     check(q, k, v, causal, scale)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     return flash_attention_kernel(q, k, v, bool(causal), scale)

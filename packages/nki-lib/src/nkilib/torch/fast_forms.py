@@ -133,8 +133,8 @@ def flash_attention_fast(q, k, v, causal, scale):
     vf = v.to(f32).repeat_interleave(group, dim=1)
     s = q.to(f32) @ kf.transpose(-1, -2) * scale
     if causal:
-        seq = q.shape[2]
-        keep = torch.arange(seq, device=q.device)[:, None] >= torch.arange(seq, device=q.device)[None, :]
+        sq, sk = q.shape[2], k.shape[2]  # query i at position sk - sq + i
+        keep = torch.arange(sq, device=q.device)[:, None] + (sk - sq) >= torch.arange(sk, device=q.device)[None, :]
         s = torch.where(keep, s, torch.full_like(s, MASKED))
     e = torch.exp(s - s.amax(-1, keepdim=True))
     # the kernel multiplies V by the probabilities rounded to the I/O dtype, then divides by the fp32 sum
