@@ -32,6 +32,30 @@ def test_empty_results_without_kernel(name, neuron):
     assert (actual.shape, actual.stride(), actual.dtype) == (expected.shape, expected.stride(), expected.dtype)
 
 
+def test_empty_operands_beside_others_run_on_the_device(neuron):
+    """An empty operand beside non-empty ones is made inside the kernel (no buffer to bind)."""
+    x = torch.randn(2, 3)
+    torch_neuronx.clear_op_tracking()
+    got = torch.cat([EMPTY.to(neuron), x.to(neuron), EMPTY.to(neuron)])
+    assert torch_neuronx.get_fallback_ops() == []
+    assert torch.equal(got.cpu(), x)
+
+
+def test_empty_results_beside_values(neuron):
+    """An op whose results are empty and not: the kernel computes the others, the empty ones are
+    made without a buffer, with CPU's shapes, strides and dtypes."""
+    x, w = torch.randn(2, 3, 4), torch.randn(3)
+    mean, var = torch.randn(3), torch.rand(3) + 0.5
+    op = torch.ops.aten._native_batch_norm_legit_no_training.default
+    expected = op(x, w, None, mean, var, 0.1, 1e-5)
+    torch_neuronx.clear_op_tracking()
+    got = op(x.to(neuron), w.to(neuron), None, mean.to(neuron), var.to(neuron), 0.1, 1e-5)
+    assert torch_neuronx.get_fallback_ops() == []
+    torch.testing.assert_close(got[0].cpu(), expected[0])
+    for g, e in zip(got[1:], expected[1:]):
+        assert g.device.type == "neuron" and (g.shape, g.stride(), g.dtype) == (e.shape, e.stride(), e.dtype)
+
+
 def test_values_from_empty_inputs_fall_back_with_cpu_results(neuron):
     torch_neuronx.clear_op_tracking()
     assert torch.equal(EMPTY.to(neuron).sum(0).cpu(), torch.zeros(3))

@@ -168,9 +168,7 @@ def defer(entry: CompiledNeff, op, tensors: list[torch.Tensor], device: torch.de
         flush(device.index, stream_id)
     if targets is not None:
         return entry.out_spec.unflatten(targets[: entry.out_spec.num_leaves])
-    leaves = list(results)
-    for p in entry.none_positions:
-        leaves.insert(p, None)
+    leaves = entry.result_leaves(results, device)
     return entry.out_spec.unflatten(leaves)
 
 

@@ -46,6 +46,8 @@ def _for_trace(x):
         return x.item()  # traced as the number it is: the op wraps it again and promotes it as one
     if isinstance(x, torch.Tensor) and x.device.type == "cpu":  # a host 0-dim operand: its value is in the key
         return _HostScalar(x.item(), x.dtype)
+    if isinstance(x, torch.Tensor) and x.numel() == 0:  # no values, no buffer: its layout is in the key
+        return _HostEmpty(tuple(x.shape), tuple(x.stride()), x.dtype)
     return x
 
 
@@ -57,6 +59,16 @@ class _HostScalar:
 
     def make(self):
         return torch.full((), self.value, dtype=self.dtype)
+
+
+class _HostEmpty:
+    """An empty device operand, re-made inside the trace (it holds nothing a buffer would carry)."""
+
+    def __init__(self, shape, strides, dtype):
+        self.shape, self.strides, self.dtype = shape, strides, dtype
+
+    def make(self):
+        return torch.empty_strided(self.shape, self.strides, dtype=self.dtype)
 
 
 def _meta_tree(value, made: dict):
@@ -87,7 +99,7 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     if f"{op._schema.name}.{op._overloadname}" in COMPUTE_IN_OUT_DTYPE and argument(op, args, kwargs, "dtype") is None:
         functional_kwargs["dtype"] = argument(op, args, kwargs, mutated[0]).dtype
     flat, spec = tree_flatten((args, functional_kwargs))
-    positions = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor) and x.device.type != "cpu"]
+    positions = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor) and x.device.type != "cpu" and x.numel()]
     specs = [(tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors]
 
     made: dict = {}
@@ -126,9 +138,16 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
     # that very input (a fused optimizer's gradients when there is no grad scale) is left as it is.
     sources = _written_sources(op, args, kwargs, mutated, flat) if mutated and not drop else None
     unchanged: list[int] = []
+    # Empty results hold no values and need no buffer: made at launch, beside the kernel's outputs
+    # (the saved mean and invstd of a batch norm in eval are [0]). If all are empty, no kernel runs.
+    empty = {i: OutputSpec(tuple(x.shape), tuple(x.stride()), x.dtype, 0) for i, x in enumerate(produced)
+             if not mutated and isinstance(x, torch.Tensor) and x.numel() == 0}
+    if empty and all(x is None or i in empty for i, x in enumerate(produced)):
+        raise EmptyOperand("only empty results")
+    kept = [x for i, x in enumerate(produced) if i not in empty]
 
     def call(*inputs):
-        values = [x.make() if isinstance(x, _HostScalar) else x for x in traced]
+        values = [x.make() if isinstance(x, (_HostScalar, _HostEmpty)) else x for x in traced]
         for pos, t in zip(positions, inputs):
             values[pos] = t
         a, k = tree_unflatten(values, spec)
@@ -141,13 +160,13 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
                     results[j] = None
         if written_dtypes is not None:  # written tensors keep their dtype: results are cast on the way in
             results = [r if r is None or r.dtype == d else r.to(d) for r, d in zip(results, written_dtypes)]
-        return results
+        return [r for i, r in enumerate(results) if i not in empty]
 
     name = op._schema.name.split("::", 1)[1] + ("" if op._overloadname == "default" else "_" + op._overloadname)
-    graph, none_positions = graph_for(call, specs, _output_perms(produced), name)
+    graph, none_positions = graph_for(call, specs, _output_perms(kept), name)
     none_positions = [p for p in none_positions if p not in unchanged]
     outputs, perms = [], []
-    for j, x in enumerate(produced):
+    for j, x in enumerate(kept):
         if x is None or j in unchanged:
             continue
         shape, strides = tuple(x.shape), tuple(x.stride())
@@ -161,8 +180,8 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         outputs.append(OutputSpec(shape, strides, x.dtype, nbytes))
         perms.append(perm)
 
-    if len(none_positions) + len(unchanged) + len(outputs) != len(produced) or len(graph.outputs) != len(outputs) \
-            or any(produced[p] is not None for p in none_positions):
+    if len(none_positions) + len(unchanged) + len(outputs) != len(kept) or len(graph.outputs) != len(outputs) \
+            or any(kept[p] is not None for p in none_positions):
         raise NotLowerable(f"{op}: the traced results do not match its meta results")
     for value, spec, perm in zip(graph.outputs, outputs, perms):
         shape = tuple(spec.shape[p] for p in perm) if perm is not None else spec.shape
@@ -180,6 +199,7 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         in_nbytes=[storage_span(s, st) * d.itemsize for s, st, d in specs],
         outputs=outputs,
         none_positions=none_positions,
+        empty_outputs=sorted(empty.items()),
         out_spec=out_spec,
         mutated=mutated,
         unchanged=list(unchanged),

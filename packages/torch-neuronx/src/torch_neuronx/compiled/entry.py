@@ -17,7 +17,7 @@ from torch.utils._pytree import treespec_dumps, treespec_loads
 from .dtypes import sim_dtype, torch_dtype
 
 METADATA_KEY = "torch_neuronx.entry"
-METADATA_VERSION = 4  # bump when what a NEFF is compiled for, or its metadata, changes
+METADATA_VERSION = 5  # bump when what a NEFF is compiled for, or its metadata, changes
 
 
 @dataclass
@@ -37,6 +37,8 @@ class CompiledNeff:
     outputs: list[OutputSpec]  # one per NEFF output
     # -- eager ops --
     none_positions: list[int] = field(default_factory=list)  # result leaves that are None (no output)
+    # result leaves that are empty tensors (no output, made at launch): (position, spec), by position
+    empty_outputs: list[tuple[int, OutputSpec]] = field(default_factory=list)
     out_spec: object = None  # pytree spec of the op's return value
     mutated: list[str] = field(default_factory=list)  # written argument names (mutating overloads)
     # written tensors the op leaves as they are (indices into them; no output, nothing written)
@@ -45,6 +47,16 @@ class CompiledNeff:
     context: str = ""  # the call as launches and errors name it: op(shapes)
     errors: object = None  # its launches' errors= (ops.index_errors: CPU's error for a bad index)
     key: str = ""  # the hex of the cache key it was compiled for: identifies what it computes
+
+    def result_leaves(self, results: list, device) -> list:
+        """The op's result leaves from the NEFF's output tensors: its None results put back, and
+        its empty ones made on ``device`` (no buffer, nothing to write)."""
+        leaves = list(results)
+        for p in self.none_positions:
+            leaves.insert(p, None)
+        for p, spec in self.empty_outputs:
+            leaves.insert(p, torch.empty_strided(spec.shape, spec.strides, dtype=spec.dtype, device=device))
+        return leaves
 
     @property
     def name(self) -> str:
@@ -56,6 +68,7 @@ class CompiledNeff:
             "in_nbytes": self.in_nbytes,
             "outputs": [[list(o.shape), list(o.strides), sim_dtype(o.dtype), o.nbytes] for o in self.outputs],
             "none_positions": self.none_positions,
+            "empty_outputs": [[p, list(o.shape), list(o.strides), sim_dtype(o.dtype)] for p, o in self.empty_outputs],
             "out_spec": None if self.out_spec is None else treespec_dumps(self.out_spec),
             "mutated": self.mutated,
             "unchanged": self.unchanged,
@@ -84,6 +97,8 @@ class CompiledNeff:
                 outputs=[OutputSpec(tuple(map(int, s)), tuple(map(int, st)), torch_dtype(d), _size(n))
                          for s, st, d, n in meta["outputs"]],
                 none_positions=[int(p) for p in meta["none_positions"]],
+                empty_outputs=[(int(p), OutputSpec(tuple(map(int, s)), tuple(map(int, st)), torch_dtype(d), 0))
+                               for p, s, st, d in meta["empty_outputs"]],
                 out_spec=None if meta["out_spec"] is None else treespec_loads(meta["out_spec"]),
                 mutated=[str(m) for m in meta["mutated"]],
                 unchanged=[int(j) for j in meta["unchanged"]],

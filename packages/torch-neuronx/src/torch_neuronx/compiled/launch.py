@@ -62,9 +62,7 @@ def launch_op(entry: CompiledNeff, op, tensors: list[torch.Tensor], targets: lis
     if targets is not None:
         leaves = targets[: entry.out_spec.num_leaves]
     else:
-        leaves = results
-        for p in entry.none_positions:
-            leaves.insert(p, None)
+        leaves = entry.result_leaves(results, device)
     return entry.out_spec.unflatten(leaves)
 
 

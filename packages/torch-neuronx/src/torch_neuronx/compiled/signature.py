@@ -18,22 +18,28 @@ _SCALARS = (bool, int, float, str, type(None), torch.dtype, torch.layout, torch.
 
 
 def call_signature(args, kwargs, out_names: frozenset = frozenset()) -> tuple[tuple, list[torch.Tensor]]:
-    """(hashable key of the arguments, their neuron tensors in pytree leaf order). ``out=``
-    arguments (``out_names``) are in the key but not among the tensors: they are written, not
-    read, and may be empty until resized."""
+    """(hashable key of the arguments, their non-empty neuron tensors in pytree leaf order).
+    ``out=`` arguments (``out_names``) are in the key but not among the tensors: they are written,
+    not read, and may be empty until resized. An empty operand beside non-empty ones is in the
+    key only (its shape, strides and dtype are all there is to it: the graph makes it itself, as
+    the saved statistics a batch norm in eval hands its backward); raises EmptyOperand if every
+    tensor operand is empty (nothing to compute on the device)."""
     tensors: list[torch.Tensor] = []
     key: list = []
-    _scan(args, tensors, key)
+    empties: list[torch.Tensor] = []
+    _scan(args, tensors, key, empties)
     for name, value in kwargs.items():
         key.append(name)
         if name in out_names:
-            _scan((value,), [], key, empty_ok=True)
+            _scan((value,), [], key, [])
         else:
-            _scan((value,), tensors, key)
+            _scan((value,), tensors, key, empties)
+    if empties and not tensors:
+        raise EmptyOperand("an empty tensor")
     return tuple(key), tensors
 
 
-def _scan(values, tensors: list, key: list, empty_ok: bool = False) -> None:
+def _scan(values, tensors: list, key: list, empties: list) -> None:
     for v in values:
         if isinstance(v, torch.Tensor):
             if v.device.type != "neuron":
@@ -42,13 +48,15 @@ def _scan(values, tensors: list, key: list, empty_ok: bool = False) -> None:
                     key.append(("cpu0d", v.dtype, v.item(), getattr(v, "_tnx_wrapped_number", False)))
                     continue
                 raise NotLowerable("a CPU tensor operand")  # CPU indices...: the fallback knows the rules
-            if v.numel() == 0 and not empty_ok:
-                raise EmptyOperand("an empty tensor")
+            if v.numel() == 0:
+                empties.append(v)
+                key.append(("empty", v.dtype, v.shape, v.stride()))
+                continue
             tensors.append(v)
             key.append((v.dtype, v.shape, v.stride()))
         elif isinstance(v, (list, tuple)):
             key.append(len(v))
-            _scan(v, tensors, key, empty_ok)
+            _scan(v, tensors, key, empties)
         elif isinstance(v, float):
             # NaN != NaN would make the key never hit; 1.0 and 1 must not share an entry.
             key.append(("f", v if v == v else "nan", math.copysign(1.0, v)))

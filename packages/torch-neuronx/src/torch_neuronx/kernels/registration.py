@@ -52,6 +52,9 @@ def _register_explicit(lib: torch.library.Library) -> None:
         ("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type),
         *CONVOLUTION_KERNELS.items(),
         ("native_batch_norm", native_batch_norm),
+        # same arguments; its running statistics are written (in training) though its out=-like
+        # schema reads as if they were results only (what _native_batch_norm_legit_no_training calls)
+        ("_native_batch_norm_legit", native_batch_norm),
         ("_local_scalar_dense", local_scalar_dense),
     ]:
         lib.impl(name, fn, "PrivateUse1")
