@@ -32,7 +32,7 @@ import re
 
 from neuron_sim.graph import Graph
 
-from . import fx_amp, fx_convolution, fx_foreach, fx_fused_optimizers, fx_graph_ops, fx_rewrites, pipeline
+from . import fx_amp, fx_convolution, fx_foreach, fx_fused_optimizers, fx_graph_ops, fx_pooling, fx_rewrites, pipeline
 from .errors import MissingDependency, UnsupportedOp
 from .mlir import describe_location
 from .pipeline_worker import PipelineError
@@ -98,6 +98,9 @@ def decompositions() -> dict:
     table.update(fx_foreach.foreach_decompositions(torch))  # one graph per call over a list of tensors
     table.update(fx_fused_optimizers.fused_optimizer_decompositions(torch))  # optim's fused=True
     table.update(fx_amp.amp_decompositions(torch))  # GradScaler's unscale and scale update
+    # torch-mlir lowers pooling to stablehlo.reduce_window (no graph form) and has no lowering of
+    # the pooling and upsampling backwards
+    table.update(fx_pooling.table())
     return table
 
 

@@ -83,6 +83,12 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   Two bools compare as int32: torch-mlir folds a comparison of a constant (splat) bool tensor
   reading its ``true`` as the signed i1 -1, so ``v > False`` of an all-true ``v`` folded to false.
 
+* ``detach_`` (the in-place detach ``make_fx`` records after ``lift_fresh_copy`` when a
+  decomposition makes a constant with ``torch.tensor``): torch-mlir has no lowering of it; it only
+  drops autograd history, so its uses read its operand. ``prims.device_put`` (a host constant
+  copied to the device, what ``.to(device)`` of a decomposition's constant re-traces to): a graph's
+  values all live in the one memory its program runs on, so it is its operand too.
+
 torch-mlir's pass pipeline also runs in a bounded worker process (``pipeline``), so a pattern
 missing here costs a clear error, never the process.
 """
@@ -176,6 +182,10 @@ def _rewrite(gm) -> None:
             changed |= _float_to_integer_as_cpu(gm.graph, node)
         elif node.target in (aten.diagonal.default, aten.diagonal_copy.default):
             changed |= _diagonal_as_slices(gm.graph, node)
+        elif node.target in (aten.detach_.default, torch.ops.prims.device_put.default):
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+            changed = True
         elif node.target is aten.unfold.default:
             changed |= _unfold_as_slices(gm.graph, node)
         elif node.target in variances and _of_16_bit_floats(node.args[0], halves):
