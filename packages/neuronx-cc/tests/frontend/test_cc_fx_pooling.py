@@ -25,6 +25,7 @@ CASES = {
     "avg_pool2d_backward": (lambda g, x: aten.avg_pool2d_backward(g, x, [3, 3], [2, 2], [1, 1], True, True, None), (G, X)),
     "adaptive_avg_pool2d_backward": (lambda g, x: aten._adaptive_avg_pool2d_backward(g, x), (G, X)),
     "upsample_nearest2d_backward": (lambda g: aten.upsample_nearest2d_backward(g, [4, 3], [2, 3, 3, 2]), (G,)),
+    "upsample_nearest1d_backward": (lambda g: aten.upsample_nearest1d_backward(g, [3], [2, 12, 2]), (G.flatten(1, 2),)),
     "upsample_bilinear2d_backward": (
         lambda g: aten.upsample_bilinear2d_backward(g, [4, 3], [2, 3, 3, 2], False, None, None), (G,)),
     "upsample_bilinear2d": (lambda x: aten.upsample_bilinear2d(x, [9, 4], True), (X,)),

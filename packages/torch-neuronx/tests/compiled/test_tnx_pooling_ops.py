@@ -92,6 +92,15 @@ def test_max_pool2d_shapes_and_layouts(shape, layout):
     _check(lambda t: F.max_pool2d(t, kernel, stride=2, padding=padding, ceil_mode=True, return_indices=True), x)
 
 
+@pytest.mark.parametrize("pool", ["max_pool2d", "adaptive_max_pool2d"])
+def test_max_pooling_specials_channels_last(pool):
+    """CPU's channels-last kernel keeps the same rule (NaN wins, the first maximum otherwise)."""
+    x = _input((2, 3, 7, 5), "specials", layout="channels_last")
+    fn = (lambda t: F.max_pool2d(t, 3, 2, 1, ceil_mode=True, return_indices=True)) if pool == "max_pool2d" else (
+        lambda t: F.adaptive_max_pool2d(t, (4, 3), return_indices=True))
+    _check(fn, x, backward=False)
+
+
 def test_max_pool2d_all_minus_inf_keeps_the_first_index():
     x = _input((1, 2, 5, 5), "minus-inf")
     _check(lambda t: F.max_pool2d(t, 3, stride=2, padding=1, return_indices=True), x, backward=False)
@@ -187,6 +196,11 @@ def test_upsample(name):
 def test_upsample_shapes_and_layouts(mode, shape, layout):
     _check(lambda t: F.interpolate(t, size=(3, 7), mode=mode), _input(shape, layout=layout),
            exact_values=mode == "nearest", rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,size", [((2, 3, 5), (12,)), ((1, 2, 3, 2, 4), (5, 4, 7))])
+def test_upsample_nearest_1d_and_3d(shape, size):
+    _check(lambda t: F.interpolate(t, size=size, mode="nearest"), _input(shape))
 
 
 def test_upsample_bf16_and_compiled():

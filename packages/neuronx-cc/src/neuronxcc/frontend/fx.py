@@ -654,6 +654,26 @@ def _lower(gm, name: str):
         _restore(undo)
 
 
+def _literal_tracker():
+    """torch-mlir's literal cache, keeping what it caches alive while the import runs. It caches
+    each tensor literal by ``id()`` and no longer drops an entry when its tensor dies (iree-turbine
+    issue 281), and it converts every bool constant to a temporary uint8 tensor first: a later bool
+    constant whose temporary took a freed one's id was given the earlier constant's values (a
+    max-pooling window mask read as another offset's; which ones depended on the allocator)."""
+    from torch_mlir.extras.fx_importer import RefTracker
+
+    class KeepAlive(RefTracker):
+        def __init__(self):
+            super().__init__()
+            self._alive: list = []
+
+        def track(self, referrent):
+            self._alive.append(referrent)  # its id stays its own until the importer is dropped
+            return super().track(referrent)
+
+    return KeepAlive()
+
+
 def torch_dialect_module(gm, name: str = "main") -> bytes:
     """``gm`` imported by torch-mlir's FX importer, as is: the Torch-dialect module (bytecode)
     ``pipeline.lower`` takes. Raises ``PipelineError`` naming torch-mlir's diagnostics."""
@@ -668,7 +688,7 @@ def torch_dialect_module(gm, name: str = "main") -> bytes:
 
     handler = ctx.attach_diagnostic_handler(on_diagnostic)
     try:
-        importer = FxImporter(context=ctx)
+        importer = FxImporter(context=ctx, py_attr_tracker=_literal_tracker())
         importer.import_stateless_graph(gm.graph, func_name=name)
         torch_module = io.BytesIO()
         importer.module.operation.write_bytecode(torch_module)

@@ -317,14 +317,17 @@ def _nearest_sources(size, out, scale):
     return [min(int(np.floor(np.float32(o) * ratio)), size - 1) for o in range(out)]
 
 
-def upsample_nearest2d_backward(grad_output, output_size, input_size, scales_h=None, scales_w=None):
-    if grad_output.dim() != 4 or not _floating(grad_output) or grad_output.numel() == 0:
+def upsample_nearest_backward(grad_output, output_size, input_size, *scales):
+    """``upsample_nearest{1,2,3}d_backward``: each output gradient added at its source, dim by dim."""
+    spatial = len(output_size)
+    if grad_output.dim() != spatial + 2 or not _floating(grad_output) or grad_output.numel() == 0:
         return NotImplemented
-    size, out = [int(v) for v in input_size[-2:]], [int(v) for v in output_size]
+    size, out = [int(v) for v in input_size[2:]], [int(v) for v in output_size]
+    scales = list(scales) + [None] * (spatial - len(scales))
     dtype = _accumulation_dtype(grad_output.dtype)
     g = grad_output.to(dtype)
-    g = _scatter_rows(g, 2, size[0], [(_nearest_sources(size[0], out[0], scales_h), None)])
-    g = _scatter_rows(g, 3, size[1], [(_nearest_sources(size[1], out[1], scales_w), None)])
+    for i in range(spatial):
+        g = _scatter_rows(g, 2 + i, size[i], [(_nearest_sources(size[i], out[i], scales[i]), None)])
     return g.to(grad_output.dtype)  # the caller gives the result CPU's layout
 
 
@@ -375,7 +378,9 @@ def table() -> dict:
         aten.avg_pool2d.default: avg_pool2d,
         aten.avg_pool2d_backward.default: avg_pool2d_backward,
         aten._adaptive_avg_pool2d_backward.default: adaptive_avg_pool2d_backward,
-        aten.upsample_nearest2d_backward.default: upsample_nearest2d_backward,
+        aten.upsample_nearest1d_backward.default: upsample_nearest_backward,
+        aten.upsample_nearest2d_backward.default: upsample_nearest_backward,
+        aten.upsample_nearest3d_backward.default: upsample_nearest_backward,
         aten.upsample_bilinear2d_backward.default: upsample_bilinear2d_backward,
     }
     # scatter-adds of the gradient at the forward's indices; bilinear weights computed in float
