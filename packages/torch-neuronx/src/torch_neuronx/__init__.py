@@ -28,6 +28,10 @@ from .kernels import registration as _kernel_registration  # noqa: E402
 _device_registration.initialize()
 _kernel_registration.register()
 
+from .compiled import optimizer_step as _optimizer_step  # noqa: E402
+
+_optimizer_step.register()
+
 from .distributed import register as _register_distributed  # noqa: E402
 
 _register_distributed()

@@ -11,6 +11,13 @@ from tnx_helpers import op_records
 SHAPES = [(3, 4), (5,), (128, 130), (1, 1, 7), ()]
 
 
+@pytest.fixture(autouse=True)
+def _each_op_launched_on_its_own(monkeypatch):
+    """These tests count the multi-tensor kernels' own launches: optimizer steps are not fused
+    into adaptive-eager runs here (tests/compiled/test_tnx_optimizer_step.py covers that)."""
+    monkeypatch.setenv("TORCH_NEURONX_FUSE_OPTIMIZER_STEP", "0")
+
+
 def _lists(count=2, seed=0, shapes=SHAPES):
     g = torch.Generator().manual_seed(seed)
     return [[torch.randn(s, generator=g) + (2.0 if i else 0.0) for s in shapes] for i in range(count)]

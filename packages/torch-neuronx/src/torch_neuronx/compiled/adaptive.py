@@ -67,9 +67,30 @@ def set_adaptive_eager(enabled: bool | None) -> None:
 
 
 def enabled() -> bool:
+    if getattr(_scope, "depth", 0):
+        return True
     if _override is not None:
         return _override
     return _env.get(ENABLE_ENV, "0") not in ("", "0")
+
+
+_scope = threading.local()  # depth of this thread's deferred() scopes
+
+
+class deferred:
+    """Adaptive eager for this thread's ops inside the ``with`` block (whatever the process-wide
+    mode), their runs launched when it ends: ``with adaptive.deferred(): opt.step()``. Nested
+    scopes launch at the outermost end. Results are those of plain eager, bit for bit."""
+
+    def __enter__(self):
+        _scope.depth = getattr(_scope, "depth", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        _scope.depth -= 1
+        if not _scope.depth and not enabled():
+            flush_all()
+        return False
 
 
 # Ops whose writes land where their index operands say (the registry's indexed_writes: row scatters
