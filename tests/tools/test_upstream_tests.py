@@ -13,6 +13,7 @@ _spec = importlib.util.spec_from_file_location("upstream_tests_run", os.path.joi
 run = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(run)  # puts tools/upstream_tests on sys.path for the two below
 
+import upstream_page  # noqa: E402
 import upstream_results as results  # noqa: E402
 from upstream_report import RunInfo, render  # noqa: E402
 
@@ -178,3 +179,33 @@ def test_resume_runs_only_what_an_earlier_run_left(tmp_path):
     assert f.collected == 2
     assert {n.split("::")[-1]: r.outcome for n, r in f.results.items()} == {"test_a_neuron": "failed",
                                                                           "test_b_neuron": "passed"}
+
+
+def test_keep_rows_from_an_earlier_page_merges_its_other_files():
+    def page(name, collected, outcomes, message, op):
+        f = results.FileResult(name, collected=collected)
+        for i, outcome in enumerate(outcomes):
+            ops = {"executed": [op], "fallback": [op], "reasons": {op: "why"}}
+            f.results[f"{name}.py::T::t{i}"] = results.TestResult(f"{name}.py::T::t{i}", outcome, message, ops)
+        return f
+
+    info = RunInfo("python tools/upstream_tests/run.py x", "abc1234", "2.13.0", 60, 600,
+                   {"test_a": "pytorch/pytorch@aaaa", "test_b": "pytorch/pytorch@bbbb"}, {})
+    old = render([page("test_a", 5, ["passed", "failed", "failed", "skipped"], "RuntimeError: old a", "aten::sort"),
+                  page("test_b", 2, ["failed", "failed"], "RuntimeError: old b", "aten::cumprod")], info)
+    # test_b runs again: its old rows go, test_a's stay and rejoin the totals
+    new_b = page("test_b", 3, ["passed", "passed", "failed"], "TypeError: new b", "aten::add")
+    kept = upstream_page.read_page(old, exclude={"test_b"})
+    assert set(kept.files) == {"test_a"}
+    text = render([new_b], info, kept)
+    assert "| test_a | pytorch/pytorch@aaaa |" in text and "| test_b | pytorch/pytorch@bbbb |" in text
+    assert "| test_a | 5 | 4 | 1 | 2 | 0 | 0 | 0 | 1 | 1 | 0 | 0 | 25.0% | 33.3% |" in text
+    assert "| test_b | 3 | 3 | 2 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 66.7% | 66.7% |" in text
+    assert "| **total** | 8 | 7 | 3 | 3 | 0 | 0 | 0 | 1 | 1 | 0 | 0 | 42.9% | 50.0% |" in text
+    assert "| 2 | failed: RuntimeError: old a | test_a |" in text and "old b" not in text
+    assert "| 1 | failed: TypeError: new b | test_b |" in text
+    assert "### test_a: ops that fell back" in text and "aten::cumprod" not in text
+    assert text.index("| 2 | failed: RuntimeError: old a") < text.index("| 1 | failed: TypeError: new b")
+    assert "Rows of test_a are kept from the earlier page" in text
+    # and the merged page can itself be the next earlier page
+    assert set(upstream_page.read_page(text, exclude=set()).files) == {"test_a", "test_b"}

@@ -29,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from neuron_upstream_plugin import EXIT_AFTER_TIMEOUT, STACKS_SUFFIX  # noqa: E402
+from upstream_page import read_page  # noqa: E402
 from upstream_report import RunInfo, render  # noqa: E402
 from upstream_results import file_result, read_events  # noqa: E402
 
@@ -191,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-results", action="store_true", help="render from WORK_DIR's results, run nothing")
     parser.add_argument("--resume", action="store_true",
                         help="keep WORK_DIR's results and run only the tests they do not hold (e.g. after a wall bound)")
+    parser.add_argument("--keep-rows-from", metavar="PAGE", default=None,
+                        help="an earlier page: keep its rows of the files not in --files (their counts join the totals)")
     args = parser.parse_args(argv)
 
     os.makedirs(args.work_dir, exist_ok=True)
@@ -209,6 +212,12 @@ def main(argv: list[str] | None = None) -> int:
         path = os.path.join(args.work_dir, name + ".jsonl")
         files.append(file_result(name, read_events(path) if os.path.exists(path) else []))
 
+    kept = None
+    if args.keep_rows_from:
+        with open(args.keep_rows_from, encoding="utf-8") as f:
+            text = f.read()
+        kept = read_page(text, exclude=set(names))
+
     import torch  # only now: the report names the torch the tests ran against
 
     command = "python tools/upstream_tests/run.py " + " ".join(
@@ -218,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                    sources=read_sources(args.test_dir),
                    missing_imports={n: missing_testing_imports(os.path.join(args.test_dir, n + ".py")) for n in names})
     with open(args.out, "w", encoding="utf-8") as f:
-        f.write(render(files, info))
+        f.write(render(files, info, kept))
     print(f"wrote {args.out}")
     return 0
 
