@@ -38,6 +38,9 @@ CALLS = {
     "sub_scalar": lambda a, b: torch._foreach_sub(a, 3.0),
     "lerp_scalar": lambda a, b: torch._foreach_lerp(a, b, 0.1),
     "addcmul_scalar": lambda a, b: torch._foreach_addcmul(a, b, b, value=0.001),
+    # an int value stays a compile-time constant and reached addcmul as a 4th positional argument
+    # (RMSprop's centered step: _foreach_addcmul(avgs, grad_avgs, grad_avgs, value=-1))
+    "addcmul_int_value": lambda a, b: torch._foreach_addcmul(a, b, b, value=-1),
     "addcdiv_scalar_list": lambda a, b: torch._foreach_addcdiv(a, b, b, [-0.01 * (i + 1) for i in range(len(a))]),
     "addcdiv_tensor": lambda a, b: torch._foreach_addcdiv(a, a, b, torch.arange(len(a), dtype=torch.float32)),
     "sqrt": lambda a, b: torch._foreach_sqrt(b),
@@ -86,6 +89,7 @@ OPTIMIZERS = {
     "SGD_momentum": lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3, foreach=True),
     "Adagrad": lambda ps: torch.optim.Adagrad(ps, lr=0.1, foreach=True),
     "RMSprop": lambda ps: torch.optim.RMSprop(ps, lr=1e-2, momentum=0.5, foreach=True),
+    "RMSprop_centered": lambda ps: torch.optim.RMSprop(ps, lr=1e-2, centered=True, foreach=True),
 }
 
 

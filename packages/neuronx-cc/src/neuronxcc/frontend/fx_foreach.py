@@ -38,6 +38,11 @@ def _per_tensor(torch, op, per_tensor: str, overload: str):
     lists = [a.name for a in schema if str(a.type) in ("List[Tensor]", "List[number]", "List[Scalar]")]
     positional = [a.name for a in schema if not a.kwarg_only]
     tensor_scalars = per_tensor in ("addcmul", "addcdiv") and overload == "Tensor"
+    # Arguments positional in the foreach schema but keyword-only in the per-tensor op's
+    # (``_foreach_addcmul.Scalar``'s ``value``; ``addcmul``'s is ``*, value``) go by name: the
+    # caller may hand them over positionally (an int ``value=-1``, which stays a compile-time
+    # constant, arrives that way) and the per-tensor op rejects a fourth positional argument.
+    by_name = {a.name for o in target.overloads() for a in getattr(target, o)._schema.arguments if a.kwarg_only}
 
     def decomposition(*args, **kwargs):
         bound = dict(zip(positional, args))
@@ -51,7 +56,7 @@ def _per_tensor(torch, op, per_tensor: str, overload: str):
                 other = scaled / call["tensor2"] if per_tensor == "addcdiv" else scaled * call["tensor2"]
                 results.append(call["self"] + other)
                 continue
-            args_i = [call.pop(n) for n in positional if n in call]
+            args_i = [call.pop(n) for n in positional if n in call and n not in by_name]
             if per_tensor == "linalg_vector_norm":
                 results.append(target(args_i[0], args_i[1] if len(args_i) > 1 else 2, dtype=call.get("dtype")))
             else:
