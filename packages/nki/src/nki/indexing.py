@@ -8,7 +8,11 @@ broadcasts says which output dimension it becomes. Comparisons of such expressio
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
+
+import numpy as np
 
 from . import tracing
 
@@ -247,7 +251,11 @@ class Mask:
         return Mask(((expr, op, bound),))
 
     def __and__(self, other: Mask) -> Mask:
+        if isinstance(other, (bool, np.bool_)):  # a predicate of loop indices, folded at trace time
+            return self if other else False
         return Mask(self.conditions + other.conditions)
+
+    __rand__ = __and__
 
     def _applies(self, expr: IndexExpr, axis: int, var) -> bool:
         # A tensor dim indexed by an index variable takes that variable's conditions; otherwise
@@ -269,6 +277,32 @@ class Mask:
             lo, hi = (ok[0], ok[-1] + 1) if ok else (0, 0)
             keep = range(max(keep.start, lo), min(keep.stop, hi))
         return keep
+
+
+def folds_constant_mask(func):
+    """Let ``func``'s legacy ``mask=`` be a plain bool, as NKI allows: a predicate over loop indices
+    only (``mask=(i * 128 < n)`` with ``i`` of an unrolled loop) is folded when the kernel is traced.
+    True keeps every element (no mask); False keeps none - the compiler drops the instruction - so
+    the call emits nothing (a tile it returns is allocated, its contents undefined)."""
+    signature = inspect.signature(func)
+    position = list(signature.parameters).index("mask")
+
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        positional = len(args) > position
+        mask = args[position] if positional else kwargs.get("mask")
+        if not isinstance(mask, (bool, np.bool_)):
+            return func(*args, **kwargs)
+        if positional:
+            args = args[:position] + (None,) + args[position + 1:]
+        else:
+            kwargs["mask"] = None
+        if mask:
+            return func(*args, **kwargs)
+        with tracing.current().masked_off():
+            return func(*args, **kwargs)
+
+    return call
 
 
 def _compare(v, op, bound) -> bool:

@@ -106,6 +106,7 @@ class TraceContext(ProgramBuilder):
         self.prints: list[tuple[str, str]] = []  # nl.device_print calls: (prefix, HBM tensor holding the values)
         self.constants: dict = {}  # nl.shared_constant: HBM tensor name -> its values (numpy), bound at each launch
         self._names: set[str] = set()
+        self._masked_off = 0  # > 0 inside a call whose constant mask keeps no element: nothing is emitted
 
     def unique_name(self, base: str) -> str:
         name, n = base, 0
@@ -120,6 +121,8 @@ class TraceContext(ProgramBuilder):
 
     def emit(self, inst: Instruction) -> Instruction:
         """Check ``inst`` against the hardware rules and append it, tagged with the kernel line."""
+        if self._masked_off:
+            return inst
         try:
             super().emit(inst)
         except ValidationError as err:
@@ -128,6 +131,15 @@ class TraceContext(ProgramBuilder):
             if ap.tensor is not None:
                 self.hbm_written.add(ap.tensor)
         return inst
+
+    @contextmanager
+    def masked_off(self):
+        """Drop the instructions emitted inside: a call whose mask is constant False."""
+        self._masked_off += 1
+        try:
+            yield
+        finally:
+            self._masked_off -= 1
 
     def error(self, rule: str, message: str) -> NkiValidationError:
         return NkiValidationError(rule, message, self.location())

@@ -102,3 +102,38 @@ def test_index_type_errors():
         float_index(X)
     with pytest.raises(nki.NkiValidationError, match=r"\[index.rank\].*3 indices"):
         too_many(X)
+
+
+def test_constant_bool_masks_fold_at_trace_time():
+    # A mask over loop indices only is a Python bool when the kernel is traced: True keeps every
+    # element, False keeps none (the instruction is dropped), also combined with an affine mask.
+    @nki.jit
+    def halves(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, 0.0)
+        i_p, i_f = nl.mgrid[0:128, 0:96]
+        for i in nl.affine_range(2):
+            t = nl.load(x[i * 128 + i_p, i_f], mask=(i * 128 < 128))
+            t2 = nl.exp(t, mask=(i == 0))
+            nl.store(out[i * 128 + i_p, i_f], value=t2, mask=(i_f < 50) & (i == 0))
+        return out
+
+    expected = np.zeros_like(X)
+    expected[0:128, :50] = np.exp(X[0:128, :50])
+    np.testing.assert_allclose(halves(X), expected, rtol=1e-6)
+
+
+def test_constant_false_mask_drops_the_instruction():
+    import nki.isa as nisa
+
+    @nki.jit
+    def skipped(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        nisa.dma_copy(dst=out, src=t, mask=False)  # never runs
+        nl.store(out, value=nisa.tensor_scalar(t, np.multiply, 2.0, mask=True))
+        nl.store(out, value=t, mask=False)  # nor this
+        return out
+
+    x = X[0:128]
+    np.testing.assert_allclose(skipped(x), 2 * x, rtol=1e-6)

@@ -12,7 +12,7 @@ import warnings
 from neuron_sim import isa as sim
 
 from .. import tracing
-from ..indexing import AffineExpr, AffinePredicate, IndexExpr
+from ..indexing import AffineExpr, AffinePredicate, IndexExpr, folds_constant_mask
 from ..language import math_ops
 from ..language.memory_ops import apply_mask, dma_move, full, mark_psum_written, ndarray, psum_written
 from ..tensor import NkiTensor
@@ -49,6 +49,7 @@ from .search import max8, nc_find_index8, nc_match_replace8, sequence_bounds  # 
 
 
 # --- data movement -----------------------------------------------------------------------------
+@folds_constant_mask
 def dma_copy(dst: NkiTensor, src: NkiTensor, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown,
              engine=engine.unknown, name=None, mask=None):
     """Copy by DMA; a legacy ``mask=`` restricts both sides to the elements it keeps."""
@@ -83,6 +84,7 @@ def tensor_copy(dst: NkiTensor = None, src: NkiTensor = None, engine=engine.unkn
     return out
 
 
+@folds_constant_mask
 def memset(dst: NkiTensor = None, value=None, engine=engine.unknown, name=None, dtype=None, mask=None, shape=None):
     """Fill ``dst`` with ``value``. Legacy form: ``nisa.memset(shape, value, dtype)`` (or
     ``shape=`` by keyword) returns a new SBUF tile."""
@@ -267,6 +269,7 @@ def reciprocal(dst: NkiTensor = None, data: NkiTensor = None, name=None, dtype=N
     return out
 
 
+@folds_constant_mask
 def iota(dst: NkiTensor = None, pattern=None, offset=0, channel_multiplier=0, name=None, dtype=None, mask=None):
     """``dst[p, i...] = offset + p * channel_multiplier + sum(step * i)`` on GpSimd (int32 math).
 
@@ -286,6 +289,7 @@ def iota(dst: NkiTensor = None, pattern=None, offset=0, channel_multiplier=0, na
     return dst
 
 
+@folds_constant_mask
 def affine_select(dst: NkiTensor = None, pattern=None, channel_multiplier=None, on_true_tile: NkiTensor = None,
                   on_false_value=None, cmp_op=None, offset=0, name=None, pred=None, dtype=None, mask=None):
     """``dst = cmp_op(offset + p * channel_multiplier + sum(step * i), 0) ? on_true_tile : on_false_value``

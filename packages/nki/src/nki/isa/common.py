@@ -70,6 +70,11 @@ def _legacy_form(*tensor_params: str, masked: tuple[str, ...] | None = None):
         @functools.wraps(func)
         def call(*args, **kwargs):
             mask = kwargs.pop("mask", None)
+            if isinstance(mask, (bool, np.bool_)):  # folded at trace time (see folds_constant_mask)
+                if not mask:
+                    with tracing.current().masked_off():
+                        return call(*args, **kwargs)
+                mask = None
             bound = {**dict(zip(names, args)), **kwargs}
             if "dst" not in kwargs and any(not isinstance(bound.get(p), NkiTensor) for p in tensor_params):
                 bound = {**dict(zip(names[1:], args)), **kwargs}

@@ -26,7 +26,7 @@ from neuron_sim.isa import (
 )
 
 from .. import tracing
-from ..indexing import Mask
+from ..indexing import Mask, folds_constant_mask
 from ..storage import ON_CHIP
 from ..tensor import NkiTensor, broadcast_view, merge_groups
 from .memory_ops import apply_mask, full, inherit_window, load, ndarray
@@ -125,6 +125,7 @@ def _is_column(t: NkiTensor, partitions: int) -> bool:
     return t.shape[0] == partitions and math.prod(t.shape[1:]) == 1 and t.ndim >= 1
 
 
+@folds_constant_mask
 def binary(op: str, x, y, dtype=None, mask: Mask | None = None) -> NkiTensor:
     """``x op y`` as a new tile. Numbers become immediates; a [P, 1] tile a per-partition operand."""
     ctx = tracing.current()
@@ -161,6 +162,7 @@ def _tensor_scalar(op, data: NkiTensor, operand, reverse: bool, dtype) -> NkiTen
     return out
 
 
+@folds_constant_mask
 def unary(func: str, x: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
     """An elementwise function of one tile."""
     ctx = tracing.current()
@@ -271,6 +273,7 @@ def _axes(x: NkiTensor, axis) -> tuple[int, ...]:
     return out
 
 
+@folds_constant_mask
 def reduce(op: str, x: NkiTensor, axis, dtype=None, keepdims: bool = False, mask: Mask | None = None,
            negate: bool = False) -> NkiTensor:
     ctx = tracing.current()
@@ -369,6 +372,7 @@ def rms_norm(x: NkiTensor, w: NkiTensor, axis, n, epsilon: float = 1e-6, dtype=N
     return out
 
 
+@folds_constant_mask
 def where(condition: NkiTensor, x, y, dtype=None, mask: Mask | None = None) -> NkiTensor:
     ctx = tracing.current()
     _on_chip(condition, "condition")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from neuron_sim.isa import Matmul, TensorCopy, Transpose
 
 from .. import tracing
-from ..indexing import Mask
+from ..indexing import Mask, folds_constant_mask
 from ..storage import ON_CHIP
 from ..tensor import NkiTensor
 from .memory_ops import apply_mask, mark_psum_written, ndarray
@@ -22,6 +22,7 @@ def _sbuf_operand(x: NkiTensor, role: str) -> NkiTensor:
     return x
 
 
+@folds_constant_mask
 def transpose(x: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
     """Swap a [P, F] tile's partition and free dims on TensorE; the result is in PSUM."""
     ctx = tracing.current()
@@ -34,6 +35,7 @@ def transpose(x: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
     return out
 
 
+@folds_constant_mask
 def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False, mask: Mask | None = None) -> NkiTensor:
     """``x @ y`` (or ``x.T @ y`` with ``transpose_x=True``) into a new fp32 PSUM tile.
 

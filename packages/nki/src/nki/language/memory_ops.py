@@ -8,7 +8,7 @@ from neuron_sim.isa import AffineSelect, DmaCopy, DmaIndirect, DmaTranspose, Mat
 
 from .. import tracing
 from ..errors import NkiValidationError
-from ..indexing import Mask, par_dim
+from ..indexing import Mask, folds_constant_mask, par_dim
 from ..storage import HBM_BUFFERS, ON_CHIP, Allocation, allocate_on_chip, auto_allocated, directly_allocated, hbm_storage
 from ..tensor import NkiTensor
 from .op_names import op_name
@@ -121,6 +121,7 @@ def dma_move(dst: NkiTensor, src: NkiTensor, oob_mode: str = "error", dge: str =
                                 oob_mode=oob_mode, name=name))
 
 
+@folds_constant_mask
 def load(src: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
     """Copy an HBM tensor into a new SBUF tile (optionally casting)."""
     ctx = tracing.current()
@@ -134,6 +135,7 @@ def load(src: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
     return tile
 
 
+@folds_constant_mask
 def load_transpose2d(src: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
     """Load a 2-D HBM tensor [A, B] transposed into a new [B, A] SBUF tile (a DMA transpose)."""
     ctx = tracing.current()
@@ -168,6 +170,7 @@ def shared_identity_matrix(n: int, dtype="uint8", dst: NkiTensor | None = None) 
     return out
 
 
+@folds_constant_mask
 def store(dst: NkiTensor, value, mask: Mask | None = None) -> None:
     """Copy an on-chip tile to HBM. A PSUM tile goes through SBUF first (DMA cannot read PSUM)."""
     ctx = tracing.current()
@@ -184,6 +187,7 @@ def store(dst: NkiTensor, value, mask: Mask | None = None) -> None:
     dma_move(dst, value)
 
 
+@folds_constant_mask
 def copy(x: NkiTensor, dtype=None, mask: Mask | None = None) -> NkiTensor:
     """A new SBUF tile with ``x``'s values (PSUM or SBUF source, VectorE copy)."""
     ctx = tracing.current()
@@ -305,8 +309,11 @@ def mark_psum_written(t: NkiTensor) -> None:
 
 def apply_mask(mask: Mask | None, *tensors: NkiTensor) -> list[NkiTensor]:
     """Restrict every tensor to the elements a legacy ``mask=`` keeps (per masked axis)."""
-    if mask is None:
+    if mask is None or mask is True or isinstance(mask, np.bool_) and mask:  # True: a folded predicate keeping all
         return list(tensors)
+    if isinstance(mask, (bool, np.bool_)):
+        raise tracing.current().error("mask.constant", "a mask that keeps no element reached an op that cannot drop "
+                                      "its instruction (nl.loop_reduce); give the loop bounds instead")
     out = []
     for t in tensors:
         if not isinstance(t, NkiTensor):

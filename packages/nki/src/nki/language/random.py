@@ -6,6 +6,7 @@ from __future__ import annotations
 from neuron_sim.isa import Dropout, RandomFill, SetRngSeed
 
 from .. import tracing
+from ..indexing import folds_constant_mask
 from ..tensor import NkiTensor
 from .memory_ops import apply_mask, inherit_window, ndarray
 
@@ -28,6 +29,7 @@ def random_seed(seed, mask=None) -> None:
         ctx.emit(SetRngSeed(seed=seed))
 
 
+@folds_constant_mask
 def dropout(x: NkiTensor, rate, dtype=None, mask=None) -> NkiTensor:
     """``x`` with each element zeroed with probability ``rate`` (a number or a [P, 1] tile)."""
     (x,) = apply_mask(mask, x)
