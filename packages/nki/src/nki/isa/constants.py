@@ -37,9 +37,32 @@ class matmul_perf_mode(Enum):  # noqa: N801
 
 
 class nc_version(Enum):  # noqa: N801
+    """NeuronCore generations, ordered: kernels branch on ``nisa.get_nc_version() >= nc_version.gen3``."""
+
     gen2 = 2
     gen3 = 3
     gen4 = 4
+
+    def _order(self, other):
+        if not isinstance(other, nc_version):
+            return NotImplemented
+        return self.value - other.value
+
+    def __lt__(self, other):
+        d = self._order(other)
+        return d if d is NotImplemented else d < 0
+
+    def __le__(self, other):
+        d = self._order(other)
+        return d if d is NotImplemented else d <= 0
+
+    def __gt__(self, other):
+        d = self._order(other)
+        return d if d is NotImplemented else d > 0
+
+    def __ge__(self, other):
+        d = self._order(other)
+        return d if d is NotImplemented else d >= 0
 
 
 class reduce_cmd(Enum):  # noqa: N801
