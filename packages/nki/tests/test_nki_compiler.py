@@ -154,3 +154,26 @@ def test_compiler_pass_decorators_leave_the_kernel_as_written(decorator):
 
     x = rand((128, 8), seed=8)
     np.testing.assert_array_equal(plus_one(x), x + 1.0)
+
+
+@nki.jit
+def placed_bias_then_temporaries(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    bias = nl.ndarray((nl.par_dim(128), 1), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+    bias[...] = 1.0
+    acc = nl.ndarray((nl.par_dim(128), x.shape[1]), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=4))
+    acc[...] = nl.load(x)  # the load's own tile (copied into acc) must not land on bias or acc
+    acc[...] = nl.add(acc, bias)
+    nl.store(out, acc)
+    return out
+
+
+def test_tiles_the_tracer_allocates_avoid_directly_placed_ones():
+    x = rand((128, 64), seed=5)
+    np.testing.assert_allclose(placed_bias_then_temporaries(x), x + 1.0, rtol=1e-6)
+    compiled = placed_bias_then_temporaries.compile((x,), {})
+    end = 4 + 64 * 4
+    for inst in compiled.programs[0].instructions:
+        for ap in inst.writes():
+            if ap.tensor is None and ap.offset not in (0, 4):  # an automatically allocated SBUF tile
+                assert ap.offset >= end, (inst.opcode, ap.offset)

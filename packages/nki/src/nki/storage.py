@@ -113,6 +113,10 @@ def allocate_on_chip(ctx, buffer: str, shape: tuple[int, ...], dtype: str, name:
             raise ctx.error("tile.address", f"address {tuple(address)} puts {list(shape)} {dtype} outside {buffer.upper()}")
         if buffer == PSUM and byte_offset % arch.psum_bank_bytes:
             raise ctx.error("psum.bank_alignment", f"PSUM tiles start on a bank boundary ({arch.psum_bank_bytes} B), got byte offset {byte_offset}")
+        # The kernel owns these bytes (NKI: a kernel allocates all its tiles directly or none), so
+        # the tiles the tracer itself allocates - an op's result before ``t[...] =`` copies it into
+        # place - must go elsewhere, or they overwrite the kernel's data.
+        allocator.reserve(byte_offset, nbytes)
         return Storage(buffer, dtype, shape, name, partition_offset, byte_offset, partition_axis)
     try:
         offset = allocator.allocate(nbytes, f"tile {name or ''}{list(shape)} {dtype}")
