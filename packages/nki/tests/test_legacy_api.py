@@ -452,3 +452,20 @@ def test_masked_dma_copy_moves_only_the_elements_the_mask_keeps():
 
     x = rand((200, 16), seed=8)
     np.testing.assert_array_equal(tail_rows_by_dma(x), x)
+
+
+def test_legacy_affine_select_of_a_psum_tile():
+    # The legacy form accepts scores still in PSUM (flash attention's causal mask on QK^T): GpSimd
+    # reads SBUF only, so the tile is copied to SBUF first.
+    @nki.jit
+    def causal_scores(q, k):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        i_p, i_f = nl.mgrid[0:128, 0:128]
+        scores = nl.matmul(nl.load(q), nl.load(k), transpose_x=True)  # [128, 128] in PSUM
+        nl.store(out, value=nisa.affine_select(pred=(i_p >= i_f), on_true_tile=scores, on_false_value=-1e4,
+                                               dtype=nl.float32))
+        return out
+
+    q, k = rand((64, 128), seed=15), rand((64, 128), seed=16)
+    expected = np.where(np.tril(np.ones((128, 128), bool)), q.T @ k, -1e4)
+    assert_close(causal_scores(q, k), expected, rtol=1e-4, atol=1e-4)

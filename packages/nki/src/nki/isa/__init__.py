@@ -14,7 +14,7 @@ from neuron_sim import isa as sim
 from .. import tracing
 from ..indexing import AffineExpr, AffinePredicate, IndexExpr, folds_constant_mask
 from ..language import math_ops
-from ..language.memory_ops import apply_mask, dma_move, full, mark_psum_written, ndarray, psum_written
+from ..language.memory_ops import apply_mask, copy, dma_move, full, mark_psum_written, ndarray, psum_written
 from ..tensor import NkiTensor
 from . import constants as _constants
 from .accumulators import range_select, select_reduce, tensor_scalar_cumulative, tensor_tensor_scan  # noqa: F401
@@ -305,6 +305,10 @@ def affine_select(dst: NkiTensor = None, pattern=None, channel_multiplier=None, 
             raise tracing.current().error("affine_select.pred", f"pred must compare nl.arange/nl.mgrid expressions (i_q >= i_k), got {pred!r}")
         if mask is not None:
             (on_true_tile,) = apply_mask(mask, on_true_tile)
+        if isinstance(on_true_tile, NkiTensor) and on_true_tile.buffer == "psum":
+            # GpSimd reads SBUF only; the legacy compiler accepts a PSUM on_true_tile (nki-samples'
+            # flash attention masks its QK^T scores in PSUM) by copying it to SBUF first, as here.
+            on_true_tile = copy(on_true_tile)
         channel_multiplier, pattern = pred.expr.pattern()
         offset, cmp_op = pred.expr.const, pred.op
         dst = ndarray(on_true_tile.shape, dtype or on_true_tile.dtype, "sbuf")
