@@ -9,9 +9,12 @@ a scratch folder outside this repository, and its folders are run one by one:
         [--scratch /tmp/nki-public] [--json results.jsonl] [--output docs/nki_compatibility.md]
 
     python tools/nki_compat_table.py --from-json results.jsonl     # re-render an earlier run
+    python tools/nki_compat_table.py --from-markdown docs/nki_compatibility.md --only NAME ...
 
 ``--only NAME`` runs the sources whose label contains NAME and keeps the other sources' rows of
 ``--from-json`` (regenerating after a fix to one repository); ``--skip NAME`` leaves them out.
+``--from-markdown`` reads those rows back from an earlier generated table instead (when its JSON
+is gone): every field the table shows, so times are rounded as printed.
 """
 
 from __future__ import annotations
@@ -149,6 +152,40 @@ def read_json(path: str) -> dict[str, list[Outcome]]:
     return groups
 
 
+def _cells(row: str) -> list[str]:
+    """The cells of a Markdown table row, with ``\\|`` (an escaped pipe) kept inside its cell."""
+    cells, cell, i = [], "", 1  # skip the leading pipe
+    while i < len(row.rstrip()) - 1:
+        if row[i] == "\\" and row[i + 1] == "|":
+            cell, i = cell + "|", i + 2
+            continue
+        if row[i] == "|":
+            cells.append(cell.strip())
+            cell = ""
+        else:
+            cell += row[i]
+        i += 1
+    return cells + [cell.strip()]
+
+
+def read_markdown(path: str) -> dict[str, list[Outcome]]:
+    """The per-source unit tables of a table this tool generated, back as outcomes."""
+    groups: dict[str, list[Outcome]] = {}
+    name = None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("## "):
+                name = line[3:].strip()
+                groups[name] = []
+            elif name and line.startswith("| ") and not line.startswith(("| status ", "|---")):
+                status, file, unit, kernels, device_us, wall_s, detail = _cells(line)
+                groups[name].append(Outcome(file=file.strip("`"), unit=unit.strip("`"), status=status, detail=detail,
+                                            device_ns=float(device_us) * 1e3, wall_s=float(wall_s),
+                                            kernels=kernels.split(", ") if kernels else [],
+                                            launches=len(kernels.split(", ")) if kernels else 0))
+    return groups
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--git-dir", action="append", default=[], metavar="OWNER/NAME=PATH",
@@ -156,6 +193,7 @@ def main(argv=None) -> int:
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "nki-public"),
                         help="where the commits are exported (outside this repository)")
     parser.add_argument("--from-json", help="outcomes of an earlier run (--json) to render or to complete")
+    parser.add_argument("--from-markdown", help="an earlier generated table whose rows to render or to complete")
     parser.add_argument("--only", help="run only the sources whose label contains this text")
     parser.add_argument("--skip", help="do not run the sources whose label contains this text")
     parser.add_argument("--json", help="write every outcome here (JSON lines)")
@@ -165,11 +203,11 @@ def main(argv=None) -> int:
     parser.add_argument("--file-timeout", type=float, default=1800.0, help="seconds per file")
     args = parser.parse_args(argv)
     git_dirs = dict(item.split("=", 1) for item in args.git_dir)
-    groups = read_json(args.from_json) if args.from_json else {}
+    groups = read_json(args.from_json) if args.from_json else read_markdown(args.from_markdown) if args.from_markdown else {}
     for repo, commit, folders, _ in SOURCES:
         for folder in folders:
             name = label(repo, commit, folder)
-            if not (args.only in name if args.only else not args.from_json) or (args.skip and args.skip in name):
+            if not (args.only in name if args.only else not groups) or (args.skip and args.skip in name):
                 continue
             if repo not in git_dirs:
                 parser.error(f"--git-dir {repo}=PATH is needed to run {name}")
