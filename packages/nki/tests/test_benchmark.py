@@ -222,3 +222,33 @@ def test_baremetal_saves_the_neff_of_its_one_launch(tmp_path, records):
     np.testing.assert_allclose(run(LHS, RHS), LHS.T @ RHS, rtol=1e-4, atol=1e-4)
     assert len([r for r in records if r.name == "_matmul_body"]) == 1
     assert Neff.load(tmp_path / "bm.neff").metadata["kernel"] == "_matmul_body"
+
+
+@pytest.mark.parametrize("num_execs,profile_nth,profiled", [(20, 10, [10, 20]), (3, 1, [1, 2, 3]), (2, 5, [5])])
+def test_profile_num_execs_profiles_every_nth_execution(tmp_path, num_execs, profile_nth, profiled):
+    import neuronxcc.nki as legacy  # nki.profile is the legacy API's
+
+    @legacy.profile(working_directory=str(tmp_path), save_neff_name="k.neff", save_trace_name="run.ntff",
+                 num_execs=num_execs, profile_nth=profile_nth)
+    def add(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(nl.load(a), nl.load(b)))
+        return out
+
+    a, b = rand((128, 256), seed=3), rand((128, 256), seed=4)
+    assert add(a, b) is None
+    kernel = add.kernel
+    assert kernel.benchmark_result.iters == max(num_execs, profile_nth)  # every execution ran
+    traces = sorted(p.name for p in tmp_path.glob("*.ntff"))
+    assert traces == sorted("run.ntff" if n == 1 else f"run_exec_{n}.ntff" for n in profiled)
+    reports = sorted((tmp_path / "json_reports").iterdir())
+    assert len(reports) == len(profiled)
+    for path in reports:
+        summary = json.loads(path.read_text())
+        assert summary["total_time_ns"] == pytest.approx(kernel.last_device_time_ns)
+    for name in traces:  # one execution's launch per trace
+        events = json.loads((tmp_path / name).read_text())
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        assert any(e.get("ph") == "X" for e in events)
+    with pytest.raises(ValueError, match="num_execs"):
+        legacy.profile(working_directory=str(tmp_path), num_execs=0)
