@@ -386,10 +386,15 @@ def is_grid_key(key) -> bool:
     return any(isinstance(k, AffineExpr) and len(k.terms) > 1 for k in key)
 
 
-def affine_view(key, shape: tuple[int, ...], strides: tuple[int, ...]):
+def affine_view(key, shape: tuple[int, ...], strides: tuple[int, ...], overruns: list | None = None):
     """(shape, strides, offset) of ``t[key]`` read as numpy reads a legacy index: every index
     expression spans the same grid (``nl.arange(n)[:, None]`` is its axis 0 of 2), and the result
-    has one dim per grid axis, whose stride sums the strides of the tensor dims its terms step."""
+    has one dim per grid axis, whose stride sums the strides of the tensor dims its terms step.
+
+    An expression that runs past the end of its dimension (``x[i_h + i_k, ...]`` with ``i_h``
+    over a last, partial tile) is clipped along its grid axis of largest step when ``overruns`` is
+    given, and ``(grid axis, requested size, message)`` appended: the view is usable only under a
+    mask that keeps that axis within the clipped size (``mask=(i_h < rows - k + 1)``)."""
     ctx = tracing.current()
     if len(key) != len(shape):
         raise ctx.error("index.rank", f"a legacy index of sums of nl.arange terms indexes every dim: {len(key)} "
@@ -397,6 +402,7 @@ def affine_view(key, shape: tuple[int, ...], strides: tuple[int, ...]):
     exprs = [AffineExpr.of(k) for k in key if isinstance(k, (IndexExpr, AffineExpr))]
     ndim = max(e.ndim for e in exprs)
     sizes, out_strides, offset = [1] * ndim, [0] * ndim, 0
+    clipped: dict[int, tuple[int, str]] = {}  # grid axis -> (size it may keep, message)
     for dim, k in enumerate(key):
         if isinstance(k, IndexExpr) and k.coeff == 0:
             k = k.const
@@ -412,15 +418,25 @@ def affine_view(key, shape: tuple[int, ...], strides: tuple[int, ...]):
         e = AffineExpr.of(k)
         lo = e.const + sum(min(0, c * (n - 1)) for c, n in e.terms.values())
         hi = e.const + sum(max(0, c * (n - 1)) for c, n in e.terms.values())
+        message = f"index expression of dimension {dim} (size {shape[dim]}) spans [{lo}, {hi}]: out of bounds"
+        if hi >= shape[dim] and lo >= 0 and overruns is not None:
+            axis, (coeff, size) = max(((a, t) for a, t in e.terms.items() if t[0] > 0), key=lambda at: at[1][0])
+            rest = hi - coeff * (size - 1)  # the largest index the other terms reach
+            keep = (shape[dim] - 1 - rest) // coeff + 1
+            if keep >= 1:
+                clipped[axis] = (min(keep, clipped.get(axis, (size, ""))[0]), message + " (add a mask= that excludes the overrun)")
+                hi = shape[dim] - 1
         if lo < 0 or hi >= shape[dim]:
-            raise ctx.error("index.out_of_bounds", f"index expression of dimension {dim} (size {shape[dim]}) spans "
-                                                   f"[{lo}, {hi}]: out of bounds")
+            raise ctx.error("index.out_of_bounds", message)
         offset += e.const * strides[dim]
         for axis, (coeff, size) in e.terms.items():
             if sizes[axis] not in (1, size):
                 raise ctx.error("index.affine", f"grid axis {axis} has size {sizes[axis]} in one index and {size} in another")
             sizes[axis] = size
             out_strides[axis] += coeff * strides[dim]
+    for axis, (keep, message) in clipped.items():
+        overruns.append((axis, sizes[axis], message))
+        sizes[axis] = keep
     return tuple(sizes), tuple(out_strides), offset
 
 

@@ -144,8 +144,15 @@ class NkiTensor:
         if any(isinstance(k, NkiTensor) for k in key):
             return self._index_by_tile(key)
         if is_grid_key(key):
-            shape, strides, offset = affine_view(key, self.shape, self.strides)
-            return self._view(shape, strides, self.offset + offset, partition_axis=0)
+            grid_overruns: list = []
+            shape, strides, offset = affine_view(key, self.shape, self.strides, grid_overruns)
+            view = self._view(shape, strides, self.offset + offset, partition_axis=0)
+            if self._mask_window:  # past the window is the part the masked op did not compute: clip it
+                grid_overruns = [o for o in grid_overruns if o[0] not in self._mask_window]
+                view._mask_window = dict(self._mask_window)
+            if grid_overruns:  # clipped: usable only under a mask that excludes the overrun
+                view._overrun = tuple((a, n, msg, tracing.user_location()) for a, n, msg in grid_overruns)
+            return view
         overruns: list = []
         index_vars: list = []
         if self._mask_window and isinstance(key, tuple) and Ellipsis not in key:

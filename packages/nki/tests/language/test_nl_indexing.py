@@ -137,3 +137,34 @@ def test_constant_false_mask_drops_the_instruction():
 
     x = X[0:128]
     np.testing.assert_allclose(skipped(x), 2 * x, rtol=1e-6)
+
+
+def test_sum_of_aranges_past_the_end_under_a_mask():
+    # x[i_h + i_k, i_w] over a last, partial tile of rows runs past the end of x; the mask on i_h
+    # keeps every index in bounds, and a looser mask on the loaded tile reads only what was loaded.
+    @nki.jit
+    def pool(x):
+        k, (h, w) = 3, x.shape
+        out = nl.ndarray((h - k + 1, w - k + 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        for t in nl.affine_range((h + 127) // 128):
+            i_h, i_k, i_w = nl.mgrid[0:128, 0:k, 0:w]
+            rows = nl.load(x[t * 128 + i_h + i_k, i_w], mask=(t * 128 + i_h < h - k + 1))
+            i_h, i_k, i_w, i_j = nl.mgrid[0:128, 0:k, 0:w - k + 1, 0:k]
+            best = nl.max(rows[i_h, i_k, i_w + i_j], axis=[1, 3], mask=(t * 128 + i_h < h))
+            i_o, i_f = nl.mgrid[0:128, 0:w - k + 1]
+            nl.store(out[t * 128 + i_o, i_f], value=best, mask=(t * 128 + i_o < h - k + 1))
+        return out
+
+    x = rand((200, 16), seed=7)
+    expected = np.max([x[i:i + 198, j:j + 14] for i in range(3) for j in range(3)], axis=0)
+    np.testing.assert_allclose(pool(x), expected, rtol=1e-6)
+
+
+def test_sum_of_aranges_past_the_end_without_a_mask_is_refused():
+    @nki.jit
+    def unmasked(x):
+        i_h, i_k, i_w = nl.mgrid[0:128, 0:3, 0:16]
+        nl.load(x[72 + i_h + i_k, i_w])
+
+    with pytest.raises(nki.NkiValidationError, match=r"\[index.out_of_bounds\].*spans \[72, 201\]"):
+        unmasked(rand((200, 16), seed=7))

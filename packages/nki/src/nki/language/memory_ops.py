@@ -333,7 +333,9 @@ def apply_mask(mask: Mask | None, *tensors: NkiTensor) -> list[NkiTensor]:
             if size >= keep.stop:  # positions of the index expression: cut them out
                 key.append(slice(keep.start, keep.stop))
                 window[axis] = keep.start
-            elif size == len(keep):  # a tile a masked op already produced at the masked size
+            elif size == len(keep) or axis in (t._mask_window or {}) and size < len(keep):
+                # a tile a masked op already produced at the masked size (or smaller: a looser mask
+                # than the one it was computed under - the positions past it were never computed)
                 key.append(slice(None))
                 window.setdefault(axis, keep.start)
             else:
