@@ -338,6 +338,23 @@ def test_an_index_tile_on_dim_0_gathers_and_scatters_rows():
     np.testing.assert_array_equal(gather_rows(data, ids), data[ids])
 
 
+def test_an_index_tile_after_integer_indices_under_a_mask():
+    # data[b, idx, i_f]: the integer picks one [rows, F] sub-tensor whose rows idx selects; the mask
+    # keeps the first 100 rows of the index tile - the indices past them (999) are never used.
+    @nki.jit
+    def gather(data, idx):
+        out = nl.ndarray((2, 100, 8), dtype=data.dtype, buffer=nl.shared_hbm)
+        i_p, i_f = nl.arange(128)[:, None], nl.arange(8)[None, :]
+        ix = nl.load(idx)
+        for b in nl.affine_range(2):
+            nl.store(out[b, i_p, i_f], value=nl.load(data[b, ix, i_f], mask=(i_p < 100)), mask=(i_p < 100))
+        return out
+
+    data = rand((2, 50, 8), seed=27)
+    idx = np.concatenate([(7 * np.arange(100)) % 50, np.full(28, 999)]).astype(np.int32).reshape(128, 1)
+    np.testing.assert_array_equal(gather(data, idx), data[:, idx[:100, 0], :])
+
+
 @nki.jit
 def copy_block(a):
     b = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)

@@ -115,6 +115,16 @@ class NkiTensor:
             f"{self!r} is directly allocated (nki.compiler): each logical block is a tile of its own, at the address "
             "its allocation gives it; index one block at a time with integers (t[i, ...])")
 
+    def masked_indirect(self, key) -> NkiTensor:
+        """The rows ``key[0]`` (a slice) and free ranges ``key[1:]`` of an indirect view, as a legacy
+        ``mask=`` keeps them: its index tile is cut to the rows kept."""
+        index, rows = self._indirect
+        plain = NkiTensor(self.storage, self.shape, self.strides, self.offset, self.dtype)[(slice(None),) + tuple(key[1:])]
+        kept = index[key[0]] if index.ndim == 1 else index[key[0], :]
+        view = NkiTensor(plain.storage, (kept.shape[0],) + plain.shape[1:], plain.strides, plain.offset, plain.dtype)
+        view._indirect = (kept, rows)
+        return view
+
     def _indirect_only(self) -> NkiValidationError:
         return tracing.current().error(
             "view.vector_offset",
@@ -196,6 +206,10 @@ class NkiTensor:
         view is row ``idx[p]`` of the tensor - an indirect view a DMA gathers from or scatters into."""
         ctx = tracing.current()
         tiles = [i for i, k in enumerate(key) if isinstance(k, NkiTensor)]
+        if not self.storage.on_chip and len(tiles) == 1 and tiles[0] > 0 and all(_is_int_index(k) for k in key[:tiles[0]]):
+            # hbm[b, idx, ...]: integers before the tile pick one sub-tensor, whose rows idx selects
+            lead = key[:tiles[0]]
+            return self[lead + (slice(None),) * (self.ndim - len(lead))][key[tiles[0]:]]
         if self.storage.on_chip or tiles != [0]:
             raise ctx.error("index.type", f"an index tile selects rows (dim 0) of an HBM tensor; {self!r} got one at "
                                           f"dim {tiles} of its index")
@@ -437,6 +451,12 @@ class NkiTensor:
         return view
 
     __hash__ = object.__hash__
+
+
+def _is_int_index(k) -> bool:
+    if isinstance(k, IndexExpr):
+        return k.coeff == 0
+    return not isinstance(k, (bool, NkiTensor, slice)) and hasattr(k, "__index__")
 
 
 def broadcast_view(t: NkiTensor, shape) -> NkiTensor:

@@ -345,7 +345,7 @@ def apply_mask(mask: Mask | None, *tensors: NkiTensor) -> list[NkiTensor]:
         overrun = t._overrun
         t._overrun = None  # index the clipped view itself; the mask decides below
         try:
-            view = t[tuple(key)]
+            view = t.masked_indirect(key) if t._indirect is not None else t[tuple(key)]
         finally:
             t._overrun = overrun
         view._mask_window = window or None
