@@ -243,3 +243,16 @@ def test_where_broadcasts_a_one_partition_row_across_partitions():
 
     x, row = rand((128, 16), seed=21), rand((1, 16), seed=22)
     np.testing.assert_array_equal(pick_row_where_positive(x, row), np.where(x > 0, np.broadcast_to(row, x.shape), x))
+
+
+def test_numpy_scalar_operands_are_immediates():
+    # nki-samples' adaptive average pooling divides by a count computed with numpy (np.int32(49))
+    @nki.jit
+    def scaled(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        nl.store(out, nl.add(nl.divide(t, np.int32(4)), np.float32(0.5)))
+        return out
+
+    x = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    np.testing.assert_allclose(scaled(x), x / 4 + 0.5, rtol=1e-6)

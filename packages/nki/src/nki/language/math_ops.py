@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from neuron_sim import dtypes
 from neuron_sim.isa import (
     Activation,
@@ -154,8 +155,10 @@ def _tensor_scalar(op, data: NkiTensor, operand, reverse: bool, dtype) -> NkiTen
     ctx = tracing.current()
     if isinstance(operand, NkiTensor):
         operand = operand.reshape((operand.shape[0], 1)).access_pattern()
-    elif isinstance(operand, bool) or not isinstance(operand, (int, float)):
+    elif isinstance(operand, (bool, np.bool_)) or not isinstance(operand, (int, float, np.integer, np.floating)):
         raise ctx.error("operand.type", f"unsupported scalar operand {operand!r}")
+    else:  # numpy scalars (np.int32(49) from shape arithmetic) are immediates like Python numbers
+        operand = operand.item() if isinstance(operand, np.generic) else operand
     out = _out(data.shape, dtype)
     ctx.emit(TensorScalar(dst=out.access_pattern(), src=data.access_pattern(), op0=op, operand0=operand, reverse0=reverse))
     inherit_window(out, data)
