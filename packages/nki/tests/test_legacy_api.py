@@ -486,3 +486,15 @@ def test_legacy_affine_select_of_a_psum_tile():
     q, k = rand((64, 128), seed=15), rand((64, 128), seed=16)
     expected = np.where(np.tril(np.ones((128, 128), bool)), q.T @ k, -1e4)
     assert_close(causal_scores(q, k), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_legacy_op_first_with_tensors_by_keyword():
+    # nisa.tensor_reduce(np.add, data=x, axis=(1,)): the op positional, the data by keyword
+    @nki.jit
+    def row_sums(x):
+        out = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nisa.tensor_reduce(np.add, data=nl.load(x), axis=(1,), dtype=nl.float32))
+        return out
+
+    x = rand((128, 64), seed=28)
+    assert_close(row_sums(x), x.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)

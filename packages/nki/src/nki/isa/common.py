@@ -76,7 +76,10 @@ def _legacy_form(*tensor_params: str, masked: tuple[str, ...] | None = None):
                         return call(*args, **kwargs)
                 mask = None
             bound = {**dict(zip(names, args)), **kwargs}
-            if "dst" not in kwargs and any(not isinstance(bound.get(p), NkiTensor) for p in tensor_params):
+            # dst is a tensor in the NKI 0.6 form: a first argument that is not (nisa.tensor_reduce(np.add,
+            # data=x, ...)) is the legacy form's op, even when the tensors come by keyword
+            if "dst" not in kwargs and (args and not isinstance(args[0], NkiTensor)
+                                        or any(not isinstance(bound.get(p), NkiTensor) for p in tensor_params)):
                 bound = {**dict(zip(names[1:], args)), **kwargs}
             if mask is not None:
                 keys = [k for k, v in bound.items() if isinstance(v, NkiTensor) and (masked is None or k in masked)]
