@@ -99,3 +99,20 @@ def test_repr_and_attributes():
     assert seen["shape"] == (128, 4, 8) and seen["ndim"] == 3 and seen["size"] == 4096 and seen["itemsize"] == 2
     assert seen["buffer"] == "sbuf" and seen["name"] == "tile_a" and "tile_a" in seen["repr"]
     assert seen["x"] == ("x", "shared_hbm")
+
+
+def test_a_column_taken_from_a_tile_indexes_as_p_by_1():
+    # l[:, i] of an on-chip [P, n] tile is a [P] column; legacy kernels go on indexing it l[:, 0]
+    @nki.jit
+    def columns(x):
+        out = nl.ndarray((128, 2), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        col = t[:, 3]
+        acc = nl.ndarray((128, 2), dtype=x.dtype, buffer=nl.sbuf)
+        acc[:, 0] = nl.multiply(col[:, 0], 2.0)
+        acc[:, 1] = nl.copy(t[:, 5])
+        nl.store(out, acc)
+        return out
+
+    x = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    np.testing.assert_array_equal(columns(x), np.stack([2 * x[:, 3], x[:, 5]], axis=1))

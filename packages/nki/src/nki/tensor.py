@@ -149,6 +149,10 @@ class NkiTensor:
     # --- indexing -----------------------------------------------------------------------------
     def __getitem__(self, key) -> NkiTensor:
         key = key if isinstance(key, tuple) else (key,)
+        if self.storage.on_chip and self.ndim == 1 and len(key) == 2 and Ellipsis not in key:
+            # a [P] tile is [P, 1] on the chip (one element per partition): legacy kernels index the
+            # column they took out of a wider tile (t[:, i]) as t[:, 0]
+            return self.reshape((self.shape[0], 1))[key]
         if self.storage.blocks is not None:
             return self._block_view(key)
         if any(isinstance(k, NkiTensor) for k in key):
