@@ -498,3 +498,19 @@ def test_legacy_op_first_with_tensors_by_keyword():
 
     x = rand((128, 64), seed=28)
     assert_close(row_sums(x), x.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_nc_matmul_is_transpose_with_a_constant_mask():
+    # nki-samples' fused rmsnorm: nisa.nc_matmul(x, identity, is_transpose=True, mask=<bool>)
+    @nki.jit
+    def transposed(x):
+        out = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+        i = nl.mgrid[0:128, 0:128]
+        eye = nl.shared_identity_matrix(128, dtype=x.dtype)
+        res = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.psum)
+        res[i.p, i.x] = nisa.nc_matmul(nl.load(x)[i.p, i.x], eye, is_transpose=True, mask=True)
+        nl.store(out, nl.copy(res))
+        return out
+
+    x = rand((128, 128), seed=29)
+    np.testing.assert_array_equal(transposed(x), x.T)

@@ -78,7 +78,7 @@ def _legacy_form(*tensor_params: str, masked: tuple[str, ...] | None = None):
             bound = {**dict(zip(names, args)), **kwargs}
             # dst is a tensor in the NKI 0.6 form: a first argument that is not (nisa.tensor_reduce(np.add,
             # data=x, ...)) is the legacy form's op, even when the tensors come by keyword
-            if "dst" not in kwargs and (args and not isinstance(args[0], NkiTensor)
+            if "dst" not in kwargs and (args and args[0] is not None and not isinstance(args[0], NkiTensor)
                                         or any(not isinstance(bound.get(p), NkiTensor) for p in tensor_params)):
                 bound = {**dict(zip(names[1:], args)), **kwargs}
             if mask is not None:
