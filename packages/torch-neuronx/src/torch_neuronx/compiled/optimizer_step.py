@@ -7,8 +7,9 @@ what the step writes reaches memory - the device time of a ``fused=True`` step, 
 default optimizer. Results are plain eager's, bit for bit (adaptive eager's guarantee).
 
 Hooked through ``torch.optim``'s global step hooks, so every optimizer, PyTorch's or a user's, is
-covered; an optimizer with no neuron parameter, a step dynamo is compiling and a process already
-in adaptive eager are left alone. ``TORCH_NEURONX_FUSE_OPTIMIZER_STEP=0`` turns it off.
+covered; an optimizer with no neuron parameter, a step dynamo is compiling, a step inside a
+torch.profiler window (a fused run's device time would be tied to no op of the step) and a
+process already in adaptive eager are left alone. ``TORCH_NEURONX_FUSE_OPTIMIZER_STEP=0`` turns it off.
 
 A step hook sees the step begin and end, not an exception inside it: a step that raises leaves
 this thread deferring until that optimizer's next step ends (deferred ops still launch at every
@@ -35,6 +36,8 @@ _steps = threading.local()  # .open: the optimizers whose steps this thread is i
 def _wanted(optimizer) -> bool:
     if _env.get(ENABLE_ENV, "1") in ("", "0") or torch.compiler.is_compiling():
         return False
+    if torch._C._autograd._profiler_enabled():
+        return False  # a fused run's device time is tied to no op of the step: profile it op by op
     return any(p.device.type == "neuron" for group in optimizer.param_groups for p in group["params"][:1])
 
 
