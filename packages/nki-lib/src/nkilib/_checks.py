@@ -79,3 +79,14 @@ def check_sbuf(name: str, width: int, bytes_per_element: float, kernel: str) -> 
 
 def max_width(bytes_per_element: float) -> int:
     return int(sbuf_budget() // bytes_per_element)
+
+
+def check_row_norm(x, weight, kernel: str, bytes_per_element) -> tuple[int, int, str]:
+    """(rows, hidden, dtype) of a norm over x's last dim with a ``(hidden,)`` weight of x's dtype,
+    whose SBUF need per element of a row is ``bytes_per_element(itemsize)``."""
+    dt = check_float("x", x)
+    rows, hidden = check_rows("x", x)
+    check_shape("weight", weight, (hidden,))
+    check_same_dtype("weight", weight, dt)
+    check_sbuf("hidden size", hidden, bytes_per_element(DTYPE_BYTES[dt]), kernel)
+    return rows, hidden, dt

@@ -73,13 +73,17 @@ def loader(*srcs):
 
 def prefetched(rows: int, load):
     """Yield ((p0, n), load(p0, n)) per tile, with the following tile's load(...) already issued."""
-    tiles = row_tiles(rows)
-    pending = load(*tiles[0])
-    for k, tile in enumerate(tiles):
+    return prefetched_steps(row_tiles(rows), load)
+
+
+def prefetched_steps(steps, load):
+    """Yield (step, load(*step)) per step, with the following step's load(...) already issued."""
+    pending = load(*steps[0])
+    for k, step in enumerate(steps):
         current = pending
-        if k + 1 < len(tiles):
-            pending = load(*tiles[k + 1])
-        yield tile, current
+        if k + 1 < len(steps):
+            pending = load(*steps[k + 1])
+        yield step, current
 
 
 

@@ -19,7 +19,7 @@ import nki.language as nl
 import numpy as np
 
 from nkilib import _checks
-from nkilib._tiling import P, Ring, row_tiles, scratch, store
+from nkilib._tiling import P, Ring, prefetched_steps, row_tiles, scratch, store
 
 CHUNK = 4096  # vocabulary columns per step: SBUF use is fixed whatever the vocabulary
 MAX_CLASSES = 1 << 24  # labels are exact in fp32 below this
@@ -46,15 +46,6 @@ def _column_loader(src):
     return load
 
 
-def _prefetched(steps, load):
-    pending = load(*steps[0])
-    for k, step in enumerate(steps):
-        current = pending
-        if k + 1 < len(steps):
-            pending = load(*steps[k + 1])
-        yield step, current
-
-
 @nki.jit
 def cross_entropy_kernel(logits, labels):
     """logits [R, V], labels [R, 1] fp32 -> (loss [R, 1] fp32, lse [R, 1] fp32)."""
@@ -70,7 +61,7 @@ def cross_entropy_kernel(logits, labels):
     # tile ScalarE's exp of this chunk still reads.
     chunk_ring = Ring(2, *[((P, 1), nl.float32)] * 6)
     state = neg_m = None
-    for (p0, n, c0, w), xt in _prefetched(_steps(rows, width), _column_loader(logits)):
+    for (p0, n, c0, w), xt in prefetched_steps(_steps(rows, width), _column_loader(logits)):
         first = c0 == 0
         if first:
             state = rows_ring.next()
@@ -124,7 +115,7 @@ def cross_entropy_backward_kernel(logits, labels, lse, dloss):
     outs = Ring(2, ((P, c), logits.dtype))
     rows_ring = Ring(2, *[((P, 1), nl.float32)] * 5)  # label, -lse, dloss, -dloss, label - c0
     state = None
-    for (p0, n, c0, w), xt in _prefetched(_steps(rows, width), _column_loader(logits)):
+    for (p0, n, c0, w), xt in prefetched_steps(_steps(rows, width), _column_loader(logits)):
         if c0 == 0:
             state = rows_ring.next()
             lab, neg_lse, g, neg_g = state[:4]

@@ -116,18 +116,10 @@ def _bwd_bytes(io: int) -> int:
     return 7 * io + 5 * 4 + 1  # weight, x, dy and dx (two each); fp32 accumulators (2), xhat, dyx, gy
 
 
-def _check(x, weight, kernel, per_element):
-    dt = _checks.check_float("x", x)
-    rows, hidden = _checks.check_rows("x", x)
-    _checks.check_shape("weight", weight, (hidden,))
-    _checks.check_same_dtype("weight", weight, dt)
-    _checks.check_sbuf("hidden size", hidden, per_element(_checks.DTYPE_BYTES[dt]), kernel)
-    return rows, hidden, dt
-
 
 def check_forward(x, weight, bias) -> tuple[int, int, str]:
     """(rows, hidden, dtype) of arguments layer_norm takes; NkilibError for any it refuses."""
-    rows, hidden, dt = _check(x, weight, "layer_norm", _fwd_bytes)
+    rows, hidden, dt = _checks.check_row_norm(x, weight, "layer_norm", _fwd_bytes)
     _checks.check_shape("bias", bias, (hidden,))
     _checks.check_same_dtype("bias", bias, dt)
     return rows, hidden, dt
@@ -135,7 +127,7 @@ def check_forward(x, weight, bias) -> tuple[int, int, str]:
 
 def check_backward(dy, x, weight) -> tuple[int, int, str]:
     """(rows, hidden, dtype) of arguments layer_norm_backward takes; NkilibError for any it refuses."""
-    rows, hidden, dt = _check(x, weight, "layer_norm_backward", _bwd_bytes)
+    rows, hidden, dt = _checks.check_row_norm(x, weight, "layer_norm_backward", _bwd_bytes)
     _checks.check_shape("dy", dy, x.shape)
     _checks.check_same_dtype("dy", dy, dt)
     return rows, hidden, dt

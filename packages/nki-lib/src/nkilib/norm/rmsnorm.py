@@ -115,23 +115,15 @@ def _bwd_bytes(io: int) -> int:
     return 7 * io + 4 * 4  # weight, x and dy (two each), dx (two); fp32 accumulator, gy, two scratch
 
 
-def _check(x, weight, kernel: str, per_element) -> tuple[int, int, str]:
-    dt = _checks.check_float("x", x)
-    rows, hidden = _checks.check_rows("x", x)
-    _checks.check_shape("weight", weight, (hidden,))
-    _checks.check_same_dtype("weight", weight, dt)
-    _checks.check_sbuf("hidden size", hidden, per_element(_checks.DTYPE_BYTES[dt]), kernel)
-    return rows, hidden, dt
-
 
 def check_forward(x, weight) -> tuple[int, int, str]:
     """(rows, hidden, dtype) of arguments rms_norm takes; NkilibError for any it refuses."""
-    return _check(x, weight, "rms_norm", _fwd_bytes)
+    return _checks.check_row_norm(x, weight, "rms_norm", _fwd_bytes)
 
 
 def check_backward(dy, x, weight) -> tuple[int, int, str]:
     """(rows, hidden, dtype) of arguments rms_norm_backward takes; NkilibError for any it refuses."""
-    rows, hidden, dt = _check(x, weight, "rms_norm_backward", _bwd_bytes)
+    rows, hidden, dt = _checks.check_row_norm(x, weight, "rms_norm_backward", _bwd_bytes)
     _checks.check_shape("dy", dy, x.shape)
     _checks.check_same_dtype("dy", dy, dt)
     return rows, hidden, dt
