@@ -163,14 +163,14 @@ def build(op, args, kwargs, tensors: list[torch.Tensor], arch, compile_graph) ->
         return [r for i, r in enumerate(results) if i not in empty]
 
     name = op._schema.name.split("::", 1)[1] + ("" if op._overloadname == "default" else "_" + op._overloadname)
-    graph, none_positions = graph_for(call, specs, _output_perms(kept), name)
+    output_perms = _output_perms(kept)
+    graph, none_positions = graph_for(call, specs, output_perms, name)
     none_positions = [p for p in none_positions if p not in unchanged]
     outputs, perms = [], []
     for j, x in enumerate(kept):
         if x is None or j in unchanged:
             continue
-        shape, strides = tuple(x.shape), tuple(x.stride())
-        perm = None if is_row_major(shape, strides) else dense_permutation(shape, strides)
+        shape, strides, perm = tuple(x.shape), tuple(x.stride()), output_perms[j]
         if perm is None and not is_row_major(shape, strides):
             strides = row_major_strides(shape)  # overlapping or gapped: a contiguous result
         sim_dtype(x.dtype)
