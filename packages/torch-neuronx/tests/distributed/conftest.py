@@ -40,7 +40,7 @@ class Runs(list):
         return "\n".join(f"--- rank {r.rank} rc {r.returncode} result {r.result!r}\n{r.stderr[-4000:]}" for r in self)
 
 
-def run_ranks(scenario: str, world_size: int = 2, *, timeout: float = 150.0, env: dict | None = None) -> Runs:
+def run_ranks(scenario: str, world_size: int = 2, *, timeout: float = 400.0, env: dict | None = None) -> Runs:
     with tempfile.TemporaryDirectory(prefix=f"ranks-{scenario}-") as scratch:
         port = str(_free_port())
         procs, logs = [], []

@@ -26,7 +26,7 @@ from torch_neuronx.distributed import collective_ns
 RANK = int(os.environ["RANK"])
 WORLD = int(os.environ["WORLD_SIZE"])
 SCRATCH = sys.argv[2] if len(sys.argv) > 2 else "."
-TIMEOUT = datetime.timedelta(seconds=float(os.environ.get("RANKS_PG_TIMEOUT", "60")))
+TIMEOUT = datetime.timedelta(seconds=float(os.environ.get("RANKS_PG_TIMEOUT", "180")))
 NEURON = torch.device("neuron", 0)
 DTYPES = [torch.float32, torch.bfloat16, torch.int64]
 
@@ -451,35 +451,45 @@ def _model() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
 
 
-def scenario_ddp() -> dict:
-    init("neuron")
-    steps, batch = 3, 8
+_STEPS, _BATCH = 3, 8  # per rank
+
+
+def _data() -> tuple[list, list]:
     gen = torch.Generator().manual_seed(1)
-    xs = [torch.randn(batch * WORLD, 16, generator=gen) for _ in range(steps)]
-    ys = [torch.randn(batch * WORLD, 4, generator=gen) for _ in range(steps)]
+    xs = [torch.randn(_BATCH * WORLD, 16, generator=gen) for _ in range(_STEPS)]
+    ys = [torch.randn(_BATCH * WORLD, 4, generator=gen) for _ in range(_STEPS)]
+    return xs, ys
 
-    reference = _model()  # one process, CPU, the whole batch
-    ref_opt = torch.optim.AdamW(reference.parameters(), lr=1e-2)
-    ref_losses = []
-    for x, y in zip(xs, ys):
-        ref_opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(reference(x), y)
-        loss.backward()
-        ref_opt.step()
-        ref_losses.append(loss.item())
 
-    model = torch.nn.parallel.DistributedDataParallel(_model().to(NEURON), bucket_cap_mb=0.001)  # several buckets
+def _train(model, xs, ys, part=slice(None), device="cpu", reduce_loss=False) -> list:
+    """AdamW steps of mse_loss on each batch's ``part``; the losses (averaged over the ranks when
+    ``reduce_loss``: the whole batch's loss, as the halves are equal)."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     losses = []
     for x, y in zip(xs, ys):
-        part = slice(RANK * batch, (RANK + 1) * batch)
         opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x[part].to(NEURON)), y[part].to(NEURON))
+        loss = torch.nn.functional.mse_loss(model(x[part].to(device)), y[part].to(device))
         loss.backward()
         opt.step()
         mean = loss.detach().clone()
-        dist.all_reduce(mean, op=dist.ReduceOp.AVG)  # the whole batch's loss (equal halves)
+        if reduce_loss:
+            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
         losses.append(mean.item())
+    return losses
+
+
+def _rank_part() -> slice:
+    return slice(RANK * _BATCH, (RANK + 1) * _BATCH)
+
+
+def scenario_ddp() -> dict:
+    init("neuron")
+    xs, ys = _data()
+    reference = _model()  # one process, CPU, the whole batch
+    ref_losses = _train(reference, xs, ys)
+
+    model = torch.nn.parallel.DistributedDataParallel(_model().to(NEURON), bucket_cap_mb=0.001)  # several buckets
+    losses = _train(model, xs, ys, _rank_part(), NEURON, reduce_loss=True)
 
     params = torch.cat([p.detach().cpu().flatten() for p in model.parameters()])
     every = [torch.zeros_like(params) for _ in range(WORLD)]
@@ -501,37 +511,16 @@ def scenario_fsdp2() -> dict:
 
     init("neuron")
     mesh = init_device_mesh("neuron", (WORLD,))
-    steps, batch = 3, 8
-    gen = torch.Generator().manual_seed(1)
-    xs = [torch.randn(batch * WORLD, 16, generator=gen) for _ in range(steps)]
-    ys = [torch.randn(batch * WORLD, 4, generator=gen) for _ in range(steps)]
-
+    xs, ys = _data()
     reference = _model()
-    ref_opt = torch.optim.AdamW(reference.parameters(), lr=1e-2)
-    ref_losses = []
-    for x, y in zip(xs, ys):
-        ref_opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(reference(x), y)
-        loss.backward()
-        ref_opt.step()
-        ref_losses.append(loss.item())
+    ref_losses = _train(reference, xs, ys)
 
     model = _model().to(NEURON)
     for layer in model:
         if isinstance(layer, torch.nn.Linear):
             fully_shard(layer, mesh=mesh)  # resharded after forward (the default)
     fully_shard(model, mesh=mesh)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    losses = []
-    for x, y in zip(xs, ys):
-        part = slice(RANK * batch, (RANK + 1) * batch)
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x[part].to(NEURON)), y[part].to(NEURON))
-        loss.backward()
-        opt.step()
-        mean = loss.detach().clone()
-        dist.all_reduce(mean, op=dist.ReduceOp.AVG)
-        losses.append(mean.item())
+    losses = _train(model, xs, ys, _rank_part(), NEURON, reduce_loss=True)
     sharded = [type(p).__name__ for p in model.parameters()]
     params = torch.cat([p.full_tensor().cpu().flatten() for p in model.parameters()])
     ref_params = torch.cat([p.detach().flatten() for p in reference.parameters()])

@@ -22,7 +22,7 @@ def test_mismatched_shapes_dtypes_devices_are_errors_on_every_rank(ranks):
 
 def test_a_peer_that_exits_is_an_error_not_a_hang(ranks):
     # the process-group timeout (20 s) bounds every wait; run_ranks fails the test on a hang
-    runs = ranks("peer_exits", timeout=90, env={"RANKS_PG_TIMEOUT": "20"})
+    runs = ranks("peer_exits", timeout=240, env={"RANKS_PG_TIMEOUT": "20"})
     survivor, exited = runs
     assert exited.returncode == 7, runs.describe()
     assert survivor.returncode == 0 and survivor.result is not None, runs.describe()
