@@ -62,7 +62,7 @@ def compile_graph(graph: Graph, arch: Architecture | str | None = None, *, name:
     check_graph(graph)
     nodes = as_views(live_nodes(graph))
     folded = fold_constants(nodes)
-    integers = check_integers(nodes, graph, folded)
+    nodes, integers = check_integers(nodes, graph, folded)
     nodes = as_planned(nodes, integers)
     groups = partition(nodes, folded, arch.sbuf_usable_bytes_per_partition)
     builder = ProgramBuilder(name or graph.name, arch)

@@ -44,6 +44,7 @@ from .emitter import onchip_dtype
 from .errors import node_error
 from .fold import fold_constants
 from .fusion import live_nodes
+from .integer_expand import expand, expandable
 from .integer_ranges import (
     FP32_EXACT,
     INDEXED,
@@ -283,17 +284,30 @@ def as_planned(nodes, plan: IntegerPlan) -> list:
     return out
 
 
+def plan_exact(nodes, graph, folded: dict) -> tuple[list, IntegerPlan]:
+    """``nodes`` with the integer reductions, arg-reductions and scans the plan would refuse
+    rewritten as trees of exact steps (``integer_expand.py``), and the plan of the result."""
+    plan = plan_integers(nodes, graph, folded)
+    chosen = {id(node) for node, _ in plan.refusals if expandable(node)}
+    if not chosen:
+        return nodes, plan
+    next_id = 1 + max(v.id for n in nodes for v in (*n.inputs, *n.outputs))
+    nodes = expand(nodes, chosen, max(next_id, 1 + max((v.id for v in graph.inputs), default=-1)))
+    return nodes, plan_integers(nodes, graph, folded)
+
+
 def integer_refusals(graph) -> list[tuple]:
     """(node, reason) for every live node of ``graph`` the lowering would not compute exactly - the
     compiler's integer verdict, for a backend that runs such nodes elsewhere."""
     nodes = as_views(live_nodes(graph))
-    return plan_integers(nodes, graph, fold_constants(nodes)).refusals
+    return plan_exact(nodes, graph, fold_constants(nodes))[1].refusals
 
 
-def check_integers(nodes, graph, folded: dict) -> IntegerPlan:
-    """The integer plan of ``nodes``; raises CompileError(INEXACT_INTEGER) for the first refusal."""
-    plan = plan_integers(nodes, graph, folded)
+def check_integers(nodes, graph, folded: dict) -> tuple[list, IntegerPlan]:
+    """``nodes`` as they are lowered (``plan_exact``) and their integer plan; raises
+    CompileError(INEXACT_INTEGER) for the first refusal."""
+    nodes, plan = plan_exact(nodes, graph, folded)
     if plan.refusals:
         node, reason = plan.refusals[0]
         raise node_error(node, INEXACT_INTEGER, f"{reason}; run it on CPU (eager mode falls back by itself)")
-    return plan
+    return nodes, plan

@@ -1,4 +1,5 @@
-"""int64 add, subtract, min/max and compares of any range, by 32-bit words on GpSimd's integer ALU.
+"""int64 arithmetic, bitwise ops, min/max and compares of any range, by 32-bit words on GpSimd's
+integer ALU (and VectorE's bitvec datapath, which treats words as bit patterns).
 
 int64 has no engine type, so an int64 operand that may exceed 2**24 is loaded as its two words -
 the low one as uint32, the high one as int32, moved as they are (``View.part``) - and computed with
@@ -9,15 +10,25 @@ exact 32-bit integer instructions (``integers.py`` sends such nodes here):
 * compares: ``a < b`` is ``a.hi < b.hi or (a.hi == b.hi and a.lo < b.lo)`` (the low words
   unsigned), ``==`` both words equal; the 1/0 result is cast to bool;
 * maximum/minimum: that compare picks each word of one operand or the other (a predicated copy);
-  select likewise by its bool predicate.
+  select likewise by its bool predicate;
+* negate is ``0 - a``; abs picks ``a`` or ``0 - a`` by the sign of the high word (INT64_MIN stays
+  itself, as PyTorch's does);
+* and/or/xor/not: each word on VectorE's bitvec datapath (bit patterns, no cast);
+* multiply: the low 64 bits of the product, ``lo = a.lo * b.lo`` (wrapping) and ``hi = mulhi(a.lo,
+  b.lo) + a.lo * b.hi + a.hi * b.lo`` (wrapping; the low 32 bits of a product do not depend on
+  signedness, so the high words are multiplied as uint32). ``mulhi``, the high word of the 64-bit
+  product of two uint32, is built from their 16-bit halves (VectorE shifts and masks): the four
+  partial products are below 2**32, so each is exact on the uint32 ALU.
 
 Operands are HBM views (inputs, stored values) or one number (its words are immediates).
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
-from neuron_sim.isa import CopyPredicated, TensorCopy, TensorTensor
+from neuron_sim.isa import CopyPredicated, TensorCopy, TensorScalar, TensorTensor
 
 from ..emitter import Operand
 from ..layout import Form, free_limit, plan_tiles
@@ -27,7 +38,9 @@ from .movement import hbm_view
 from .registry import register_lowering
 from .tiles import TileCtx
 
-OPS = frozenset({"add", "subtract", "maximum", "minimum", "compare", "select"})
+OPS = frozenset({"add", "subtract", "maximum", "minimum", "compare", "select", "multiply", "negate", "abs", "and", "or",
+                 "xor", "not"})
+_BITWISE = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor"}
 _SWAPPED = {"LT": ("LT", False, False), "GT": ("LT", True, False), "GE": ("LT", False, True), "LE": ("LT", True, True),
             "EQ": ("EQ", False, False), "NE": ("EQ", False, True)}  # direction -> (test, swap operands, negate)
 
@@ -72,33 +85,53 @@ def lower_words64(ctx, group) -> None:
                     else:
                         pair.append(tc.full(Operand(dtype, imm=w)))
                 loaded.append(pair)
-            results = _pick(tc, flag, *loaded) if op == "select" else _compute(tc, op, node.attrs.get("direction"), *loaded)
+            results = _pick(tc, flag, *loaded) if op == "select" else _compute(tc, op, node.attrs.get("direction"), loaded)
             for target, result in zip(targets, results):
                 tc.store(target, box, next(form), result)
     ctx.views[out.id] = dest
     ctx.group_log.append({"kind": "words64", "op": op, "shape": list(out.type.shape), "tiles": len(plan.boxes)})
 
 
-def _compute(tc, op, direction, a, b) -> list:
-    """The result tiles of ``a op b`` from words ``a = (lo, hi)``, ``b = (lo, hi)``."""
+def _as(ap, dtype):
+    """``ap``'s bytes seen as ``dtype`` (a uint32 word as int32 and back, a 1/0 flag)."""
+    return ap.__class__(ap.memory, dtype, ap.partition_start, ap.partition_count, ap.free, ap.offset)
+
+
+def _compute(tc, op, direction, operands) -> list:
+    """The result tiles of ``op`` over words ``(lo, hi)`` of each operand."""
+    a = operands[0]
+    b = operands[1] if len(operands) > 1 else None
 
     def tile(role, dtype):
         return tile_ap(tc.buffer(role, dtype), tc.pc, tc.counts)
 
-    def tt(dst, x, y, alu):
-        tc.emit(TensorTensor(dst=dst, in0=x, in1=y, op=alu, engine="gpsimd"))
+    def tt(dst, x, y, alu, engine="gpsimd"):
+        tc.emit(TensorTensor(dst=dst, in0=x, in1=y, op=alu, engine=engine))
         return dst
 
-    def as_int32(ap):  # a uint32 tile's bits seen as int32 (a 1/0 flag, or a word)
-        return ap.__class__(ap.memory, "int32", ap.partition_start, ap.partition_count, ap.free, ap.offset)
-
+    as_int32 = functools.partial(_as, dtype="int32")
+    if op in ("negate", "abs"):
+        zero = [tc.full(Operand("uint32", imm=0)), tc.full(Operand("int32", imm=0))]
+        negated = _add_sub(tc, tt, tile, "subtract", zero, a)
+        if op == "negate":
+            return negated
+        flag = tt(tile("negative", "int32"), a[1], zero[1], "less")
+        return _pick(tc, flag, negated, a)
     if op in ("add", "subtract"):
-        lo = tt(tile("lo", "uint32"), a[0], b[0], op)
-        carry = tt(tile("carry", "uint32"), lo, a[0], "less") if op == "add" else tt(tile("carry", "uint32"), a[0], b[0],
-                                                                                     "less")
-        hi = tt(tile("hi", "int32"), a[1], b[1], op)
-        tt(hi, hi, as_int32(carry), op)
-        return [lo, hi]
+        return _add_sub(tc, tt, tile, op, a, b)
+    if op in _BITWISE or op == "not":
+        words = []
+        for half, dtype in enumerate(("uint32", "int32")):
+            word = tile(("bits", half), dtype)
+            if op == "not":  # x ^ all ones
+                tc.emit(TensorScalar(dst=word, src=a[half], op0="bitwise_xor", operand0=0xFFFFFFFF if half == 0 else -1,
+                                     engine="vector"))
+            else:
+                tt(word, a[half], b[half], _BITWISE[op], engine="vector")
+            words.append(word)
+        return words
+    if op == "multiply":
+        return _multiply(tc, tt, tile, a, b)
     test, swap, negate = _SWAPPED[direction] if op == "compare" else ("LT", op == "maximum", False)
     x, y = (b, a) if swap else (a, b)
     high_equal = tt(tile("high_equal", "int32"), x[1], y[1], "equal")
@@ -117,6 +150,41 @@ def _compute(tc, op, direction, a, b) -> list:
         tc.emit(TensorCopy(dst=out, src=flag, engine="vector"))  # 1/0 -> bool
         return [out]
     return _pick(tc, flag, a, b)  # maximum: a where b < a; minimum: a where a < b
+
+
+def _add_sub(tc, tt, tile, op, a, b) -> list:
+    lo = tt(tile("lo", "uint32"), a[0], b[0], op)
+    carry = tt(tile("carry", "uint32"), lo, a[0], "less") if op == "add" else tt(tile("carry", "uint32"), a[0], b[0], "less")
+    hi = tt(tile("hi", "int32"), a[1], b[1], op)
+    tt(hi, hi, _as(carry, "int32"), op)
+    return [lo, hi]
+
+
+def _multiply(tc, tt, tile, a, b) -> list:
+    """The low 64 bits of ``a * b`` (see the module docstring), all in uint32 tiles."""
+
+    def vs(role, src, alu, imm):  # VectorE bitvec with an immediate: masks and logical shifts
+        dst = tile(role, "uint32")
+        tc.emit(TensorScalar(dst=dst, src=src, op0=alu, operand0=imm, engine="vector"))
+        return dst
+
+    alo, blo = a[0], b[0]
+    a0, a1 = vs("a0", alo, "bitwise_and", 0xFFFF), vs("a1", alo, "right_shift", 16)
+    b0, b1 = vs("b0", blo, "bitwise_and", 0xFFFF), vs("b1", blo, "right_shift", 16)
+    p00 = tt(tile("p00", "uint32"), a0, b0, "multiply")
+    p01 = tt(tile("p01", "uint32"), a0, b1, "multiply")
+    p10 = tt(tile("p10", "uint32"), a1, b0, "multiply")
+    high = tt(tile("high", "uint32"), a1, b1, "multiply")  # accumulates mulhi, then the high word
+    mid = vs("mid", p00, "right_shift", 16)
+    tt(mid, mid, vs("m01", p01, "bitwise_and", 0xFFFF), "add")
+    tt(mid, mid, vs("m10", p10, "bitwise_and", 0xFFFF), "add")  # < 3 * 2**16
+    tt(high, high, vs("h01", p01, "right_shift", 16), "add")
+    tt(high, high, vs("h10", p10, "right_shift", 16), "add")
+    tt(high, high, vs("carry", mid, "right_shift", 16), "add")  # mulhi(a.lo, b.lo): below 2**32, exact
+    tt(high, high, tt(tile("cross0", "uint32"), alo, _as(b[1], "uint32"), "multiply"), "add")
+    tt(high, high, tt(tile("cross1", "uint32"), _as(a[1], "uint32"), blo, "multiply"), "add")
+    lo = tt(tile("lo", "uint32"), alo, blo, "multiply")
+    return [lo, _as(high, "int32")]
 
 
 def _pick(tc, flag, a, b) -> list:
