@@ -128,3 +128,18 @@ def test_still_refused_integer_ops_are_listed():
     compile_graph_refused = pytest.raises(Exception)
     with compile_graph_refused:
         compile_graph(g)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16"])
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "negate", "abs", "square"])
+def test_narrow_integer_arithmetic_wraps_as_the_graph_does(dtype, op):
+    # computed in int32, then narrowed by moving the low bytes: 100 + 100 is -56 as int8, not 127
+    info = np.iinfo(dtype)
+    x = np.array([info.max, info.min, 100, -100 if info.min < 0 else 200, 1, 0, info.max - 1], dtype=dtype)
+    y = np.roll(x, 2)
+    unary = op in ("negate", "abs", "square")
+    _, exact = _check(lambda g, x, y: [g.add1(op, x) if unary else g.add1(op, x, y)], {"x": x, "y": y})
+    wide = x.astype(np.int64)
+    expected = {"add": wide + y, "subtract": wide - y, "multiply": wide * y, "negate": -wide, "abs": np.abs(wide),
+                "square": wide * wide}[op]
+    assert exact["o0"].tolist() == expected.astype(dtype).tolist()

@@ -78,13 +78,13 @@ def test_long_vector_uses_every_partition_and_keeps_the_first(op):
     check(g, {"x": values}, program=program)
 
 
-def test_int32_arg_reduce_of_any_range_is_refused():
-    # fp32 would merge values above 2**24 into ties (a different first index): CPU's job
-    from neuronxcc.compiler import INEXACT_INTEGER, CompileError, compile_graph
-
+def test_int32_arg_reduce_of_any_range_compares_on_the_integer_alu():
+    # fp32 would merge values above 2**24 into ties (a different first index): the pairs are
+    # compared on GpSimd's integer ALU instead (``integer_expand.py``)
     g = Graph("argmax")
     x = g.add_input("x", (4, 9), "int32")
     g.set_outputs([g.add1("argmax", x, dim=1)], ["out"])
-    with pytest.raises(CompileError) as info:
-        compile_graph(g)
-    assert info.value.rule == INEXACT_INTEGER
+    values = np.full((4, 9), 16777216, dtype=np.int32)
+    values[:, 5] = 16777217
+    program = check(g, {"x": values})
+    assert any(i.engine == "gpsimd" and i.opcode == "TENSOR_TENSOR" for i in program.instructions)

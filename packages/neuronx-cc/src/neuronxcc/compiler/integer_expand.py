@@ -11,7 +11,10 @@ reduced dim (the graph itself is not changed: the fast executor still evaluates 
   (PyTorch sums int32 into int64), so each step wraps as the graph's integers do;
 * ``argmax``/``argmin``: the same pairs carry (value, position); the right element wins only when
   strictly greater (smaller), so ties keep the first position, as PyTorch's do;
-* ``cumsum``: Hillis-Steele, ``y[k] += y[k - s]`` for s = 1, 2, 4, ... (log2(n) adds).
+* ``cumsum``: Hillis-Steele, ``y[k] += y[k - s]`` for s = 1, 2, 4, ... (log2(n) adds);
+* 8/16-bit add/subtract/multiply/negate/abs/square, whose results the graph wraps and the
+  engines' writes would saturate: computed in int32 (exact: fp32 for small values, else the
+  integer ALU), then narrowed by a conversion, which moves the low bytes (``lower_dma_cast``).
 
 Each step is an ordinary graph node (slices and concatenates move bytes; add/maximum/compare/
 select run on the integer ALU or by words), so the integer check then plans the pieces as it plans
@@ -26,6 +29,7 @@ from neuron_sim.graph.ops import infer
 
 REDUCE_STEP = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "multiply"}
 ARG_WINNER = {"argmax": "GT", "argmin": "LT"}  # the right element wins when strictly this
+WIDENED_OPS = frozenset({"add", "subtract", "multiply", "negate", "abs", "square"})
 
 
 def expandable(node) -> bool:
@@ -34,6 +38,9 @@ def expandable(node) -> bool:
     if x is None or not dtypes.is_int(x.type.dtype) or any(s == 0 for s in x.type.shape):
         return False
     out = node.outputs[0].type.dtype
+    if node.op in WIDENED_OPS:
+        return dtypes.is_int(out) and dtypes.itemsize(out) < 4 and all(
+            dtypes.is_int(v.type.dtype) and dtypes.itemsize(v.type.dtype) < 4 for v in node.inputs)
     if node.op == "reduce":
         return node.attrs["kind"] in REDUCE_STEP and dtypes.is_int(out) and x.type.rank > 0
     if node.op == "cumsum":
@@ -112,7 +119,12 @@ def _cumsum(b: _Builder, node) -> None:
     b.add("reshape", [y], out, shape=tuple(out.type.shape))
 
 
-_EXPAND = {"reduce": _reduce, "cumsum": _cumsum, "argmax": _arg, "argmin": _arg}
+def _widened(b: _Builder, node) -> None:
+    wide = b.add(node.op, [b.add("convert", [v], dtype="int32") for v in node.inputs], **node.attrs)
+    b.add("convert", [wide], node.outputs[0], dtype=node.outputs[0].type.dtype)
+
+
+_EXPAND = {"reduce": _reduce, "cumsum": _cumsum, "argmax": _arg, "argmin": _arg, **{op: _widened for op in WIDENED_OPS}}
 
 
 def expand(nodes: list, chosen: set[int], next_id: int) -> list:

@@ -91,7 +91,8 @@ def decompositions() -> dict:
                          ("bitwise_left_shift", aten.bitwise_left_shift.Tensor)):
         overload = "Scalar" if name.startswith("__") else "Tensor_Scalar"
         table[getattr(getattr(aten, name), overload)] = _shift_by_a_number(target)
-    table[aten.bitwise_xor.Scalar] = _xor_with_a_number
+    table[aten.bitwise_xor.Scalar] = _bitwise_with_a_number(aten.bitwise_xor.Tensor)
+    table[aten.bitwise_or.Scalar] = _bitwise_with_a_number(aten.bitwise_or.Tensor)
     # torch-mlir lowers these to stablehlo.convolution, which the graph IR has no form for
     table[aten.convolution.default] = fx_convolution.convolution
     table[aten.convolution_backward.default] = fx_convolution.convolution_backward
@@ -401,15 +402,20 @@ def _shift_by_a_number(shift):
     return by_a_number
 
 
-def _xor_with_a_number(x, k):
-    """``x ^ k`` for a Python int or bool ``k`` as the xor with a 0-dim tensor of the promoted
-    dtype (torch-mlir marks ``bitwise_xor.Scalar`` illegal; ``x & k`` it lowers)."""
-    torch = _torch()[0]
-    dtype = torch.result_type(x, k)
-    if not isinstance(k, (bool, int)) or dtype.is_floating_point or (
-            dtype != torch.bool and not torch.iinfo(dtype).min <= k <= torch.iinfo(dtype).max):
-        return NotImplemented
-    return torch.ops.aten.bitwise_xor.Tensor(x.to(dtype), torch.scalar_tensor(k, dtype=dtype))
+def _bitwise_with_a_number(target):
+    """``x ^ k`` / ``x | k`` for a Python int or bool ``k`` as ``target`` with a 0-dim tensor of the
+    promoted dtype (torch-mlir marks ``bitwise_xor.Scalar`` and ``bitwise_or.Scalar`` illegal;
+    ``x & k`` it lowers)."""
+
+    def with_a_number(x, k):
+        torch = _torch()[0]
+        dtype = torch.result_type(x, k)
+        if not isinstance(k, (bool, int)) or dtype.is_floating_point or (
+                dtype != torch.bool and not torch.iinfo(dtype).min <= k <= torch.iinfo(dtype).max):
+            return NotImplemented
+        return target(x.to(dtype), torch.scalar_tensor(k, dtype=dtype))
+
+    return with_a_number
 
 
 def _trunc(x):
