@@ -47,7 +47,8 @@ def test_reductions_of_any_range_are_exact(dtype, kind, shape, dims):
 
     program, exact = _check(build, {"x": x})
     expected = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}[kind].reduce(
-        x.astype(np.int64), axis=tuple(dims))
+        x.astype(np.int64), axis=tuple(dims)
+    )
     assert np.array_equal(exact["o0"], expected.astype(dtype))  # wrapped as the dtype's integers do
     assert any(i.engine == "gpsimd" and i.opcode == "TENSOR_TENSOR" for i in program.instructions)
 
@@ -91,8 +92,10 @@ def test_cumsum_of_a_transposed_view():
 def test_int64_binary_ops_by_words(op):
     x, y = _values("int64", (3, 7), seed=1), _values("int64", (3, 7), seed=2)
     y[0, :3] = [3, -1, 2**32 + 1]
-    program, exact = _check(lambda g, x, y: [g.add1(op, x, y), g.add1(op, g.add1("transpose", x, perm=(1, 0)),
-                                                                       g.add1("transpose", y, perm=(1, 0)))], {"x": x, "y": y})
+    program, exact = _check(
+        lambda g, x, y: [g.add1(op, x, y), g.add1(op, g.add1("transpose", x, perm=(1, 0)), g.add1("transpose", y, perm=(1, 0)))],
+        {"x": x, "y": y},
+    )
     fn = {"multiply": np.multiply, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
     with np.errstate(over="ignore"):
         assert np.array_equal(exact["o0"], fn(x, y))  # numpy's int64 multiply wraps as PyTorch's does
@@ -140,6 +143,12 @@ def test_narrow_integer_arithmetic_wraps_as_the_graph_does(dtype, op):
     unary = op in ("negate", "abs", "square")
     _, exact = _check(lambda g, x, y: [g.add1(op, x) if unary else g.add1(op, x, y)], {"x": x, "y": y})
     wide = x.astype(np.int64)
-    expected = {"add": wide + y, "subtract": wide - y, "multiply": wide * y, "negate": -wide, "abs": np.abs(wide),
-                "square": wide * wide}[op]
+    expected = {
+        "add": wide + y,
+        "subtract": wide - y,
+        "multiply": wide * y,
+        "negate": -wide,
+        "abs": np.abs(wide),
+        "square": wide * wide,
+    }[op]
     assert exact["o0"].tolist() == expected.astype(dtype).tolist()

@@ -60,3 +60,39 @@ def test_integer_mode_refuses_ops_without_integer_semantics():
     assert info.value.rule == "alu.integer_mode_op"
     TensorTensor(dst=sb("int32", 1, 4), in0=sb("int32", 1, 4), in1=sb("int32", 1, 4, offset=64), op="divide",
                  engine="vector").validate(TRN2)  # fp32 division on VectorE stays legal
+
+
+def test_uint32_products_wrap_modulo_2_to_the_32():
+    # the low word of a 64-bit product (what int64 multiplication by 32-bit words builds on)
+    a = np.array([[2**32 - 1, 65535, 2**31, 3]], dtype=np.int64)
+    b = np.array([[2**32 - 1, 65535, 2, 2**31 + 1]], dtype=np.int64)
+    np.testing.assert_array_equal(run_tt("multiply", a, b, dtype="uint32"), (a * b) % 2**32)
+
+
+def test_vector_bitvec_ops_treat_uint32_words_as_bit_patterns():
+    # logical shifts and masks of words >= 2**31 (no fp32 cast, no sign extension)
+    from neuron_sim.isa import TensorScalar
+
+    words = np.array([[2**32 - 1, 2**31 + 5, 65536 + 7, 0]], dtype=np.uint32)
+    for op, imm, expected in (("right_shift", 16, words >> 16), ("bitwise_and", 0xFFFF, words & 0xFFFF),
+                              ("bitwise_xor", 0xFFFFFFFF, ~words)):
+        x, out = sb("uint32", 1, 4), sb("uint32", 1, 4, offset=64)
+        run = execute([TensorScalar(dst=out, src=x, op0=op, operand0=imm, engine="vector")], preload=[(x, words)],
+                      fetch=[out])
+        np.testing.assert_array_equal(run[0], expected)
+
+
+def test_integer_alu_cost_follows_the_gpsimd_rate():
+    # two operand reads per element per partition per cycle at 1.2 GHz, plus GpSimd's fixed
+    # software-loop cost: the same for int32 as for fp32 tiles of the same size
+    from neuron_sim.timing.costs import compute_cost
+
+    def cost(dtype, n):
+        return compute_cost(TensorTensor(dst=sb(dtype, 128, n), in0=sb(dtype, 128, n, offset=8192),
+                                         in1=sb(dtype, 128, n, offset=16384), op="add", engine="gpsimd"), TRN2)
+
+    small, big = cost("int32", 64), cost("int32", 1024)
+    spec = TRN2.gpsimd
+    assert big.issue_ns == pytest.approx(spec.cycles_to_ns(2 * 1024 + spec.fixed_cycles))
+    assert big.issue_ns > small.issue_ns
+    assert cost("float32", 1024).issue_ns == big.issue_ns

@@ -144,6 +144,5 @@ def test_the_exact_executor_agrees():
         print("ok")
     """
     tests = os.path.dirname(__file__)
-    proc = run_python(code.format(tests=tests, helpers=os.path.dirname(tests)), env={"NEURON_SIM_MODE": "exact"},
-                      timeout=900)
+    proc = run_python(code.format(tests=tests, helpers=os.path.dirname(tests)), env={"NEURON_SIM_MODE": "exact"}, timeout=900)
     assert proc.stdout.strip().endswith("ok")

@@ -19,6 +19,7 @@ import warnings
 import torch
 from hypothesis import strategies as st
 from tnx_fuzz_ops import FUSSY, NAMESPACE, OPS, Op, rarely
+from tnx_fuzz_profiles import input_dtypes
 from tnx_fuzz_values import DTYPES, REGIMES, elements, is_float, literal, make_tensor, regime_kind
 
 SIZES = [1, 2, 3, 0, 4, 5, 7] * 8 + [128, 130]  # a partition-sized dim now and then
@@ -152,7 +153,7 @@ def views(draw, shape: list[int]):
 
 @st.composite
 def input_specs(draw, shape: list[int]) -> dict:
-    dtype = draw(st.sampled_from(list(DTYPES)))
+    dtype = draw(st.sampled_from(input_dtypes(DTYPES)))
     base, view = draw(views(shape))
     torch_dtype = DTYPES[dtype]
     regime = draw(st.sampled_from(REGIMES[regime_kind(torch_dtype)]))

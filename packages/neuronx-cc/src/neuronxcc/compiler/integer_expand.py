@@ -39,8 +39,11 @@ def expandable(node) -> bool:
         return False
     out = node.outputs[0].type.dtype
     if node.op in WIDENED_OPS:
-        return dtypes.is_int(out) and dtypes.itemsize(out) < 4 and all(
-            dtypes.is_int(v.type.dtype) and dtypes.itemsize(v.type.dtype) < 4 for v in node.inputs)
+        return (
+            dtypes.is_int(out)
+            and dtypes.itemsize(out) < 4
+            and all(dtypes.is_int(v.type.dtype) and dtypes.itemsize(v.type.dtype) < 4 for v in node.inputs)
+        )
     if node.op == "reduce":
         return node.attrs["kind"] in REDUCE_STEP and dtypes.is_int(out) and x.type.rank > 0
     if node.op == "cumsum":
@@ -66,9 +69,13 @@ class _Builder:
 
     def slice(self, x: Value, dim: int, start: int, limit: int, stride: int = 1) -> Value:
         shape = x.type.shape
-        return self.add("slice", [x], start=[start if d == dim else 0 for d in range(len(shape))],
-                        limit=[limit if d == dim else s for d, s in enumerate(shape)],
-                        stride=[stride if d == dim else 1 for d in range(len(shape))])
+        return self.add(
+            "slice",
+            [x],
+            start=[start if d == dim else 0 for d in range(len(shape))],
+            limit=[limit if d == dim else s for d, s in enumerate(shape)],
+            stride=[stride if d == dim else 1 for d in range(len(shape))],
+        )
 
     def concat(self, parts: list[Value], dim: int) -> Value:
         return parts[0] if len(parts) == 1 else self.add("concatenate", parts, dim=dim)

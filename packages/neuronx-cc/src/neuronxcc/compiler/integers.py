@@ -16,8 +16,10 @@ allows (``integer_ranges.py``):
   compare is exact when either side is strictly below 2**24 in magnitude, whatever the other;
 * int32/uint32 add, subtract, multiply, min/max, abs, negate, square, relu, sign and compares of
   any range run on GpSimd's integer ALU (``IntegerPlan.integer_alu``);
-* int64 add, subtract, min/max, compares and select of any range go by 32-bit words on that ALU
-  (``IntegerPlan.words64``, ``lower/words64.py``);
+* int64 add, subtract, multiply, negate, abs, min/max, compares, select and bitwise ops of any
+  range go by 32-bit words on that ALU (``IntegerPlan.words64``, ``lower/words64.py``);
+* integer reductions, arg-reductions and cumsum this check would refuse, and 8/16-bit arithmetic
+  that wraps, are first rewritten into exact steps (``integer_expand.py``, ``plan_exact``);
 * argsort of any integer range compares its keys on that ALU (int32/uint32 as they are, int64 by
   its words: ``lower/sort.py``, told by ``IntegerPlan.integer_alu``); its result is a position
   chosen by comparing values (``POSITION_OPS``), so it is never computed as an "index only" value;
@@ -27,8 +29,8 @@ allows (``integer_ranges.py``):
   valid index is small, and an invalid one stays out of range, so the gather raises as it should.
 
 Anything else is refused: ``check_integers`` raises ``CompileError(INEXACT_INTEGER)`` naming the
-op, the dtypes and the ranges (integer matmuls whose sums may pass 2**24 or wrap, int64 multiplication, cumsum, reductions and arg-reductions of values
-that may exceed 2**24, integer division beyond it, 8/16-bit arithmetic that would wrap), and eager
+op, the dtypes and the ranges (integer matmuls whose sums may pass 2**24 or wrap, integer division
+beyond it), and eager
 mode runs that op through CPU fallback; ``integer_refusals`` lists every refused node.
 """
 
