@@ -152,3 +152,16 @@ def test_narrow_integer_arithmetic_wraps_as_the_graph_does(dtype, op):
         "square": wide * wide,
     }[op]
     assert exact["o0"].tolist() == expected.astype(dtype).tolist()
+
+
+@pytest.mark.parametrize("op", ["add", "multiply", "maximum", "xor"])
+def test_int64_words_of_broadcast_operands(op):
+    # a per-row operand (stride 0 along the columns) and a one-element one, both past 2**32
+    x, y, z = _values("int64", (5, 9), seed=8), _values("int64", (5, 1), seed=9), _values("int64", (1, 1), seed=10)
+
+    def build(g, x, y, z):
+        rows = g.add1("broadcast_in_dim", g.add1("reshape", y, shape=(5,)), shape=(5, 9), dims=(0,))
+        one = g.add1("broadcast_in_dim", g.add1("reshape", z, shape=()), shape=(5, 9), dims=())
+        return [g.add1(op, x, rows), g.add1(op, one, x)]
+
+    _check(build, {"x": x, "y": y, "z": z})

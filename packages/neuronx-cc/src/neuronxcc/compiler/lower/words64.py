@@ -1,9 +1,11 @@
 """int64 arithmetic, bitwise ops, min/max and compares of any range, by 32-bit words on GpSimd's
 integer ALU (and VectorE's bitvec datapath, which treats words as bit patterns).
 
-int64 has no engine type, so an int64 operand that may exceed 2**24 is loaded as its two words -
-the low one as uint32, the high one as int32, moved as they are (``View.part``) - and computed with
-exact 32-bit integer instructions (``integers.py`` sends such nodes here):
+int64 has no engine type, so an int64 operand that may exceed 2**24 is moved onto the chip as its
+bytes (uint32 pairs) and read as its two words - the low one as uint32, the high one as int32,
+patterns of doubled strides over the tile (``_load_words``) - and computed with exact 32-bit
+integer instructions (``integers.py`` sends such nodes here); the result's words are copied side
+by side and stored as whole elements (``_store_words``):
 
 * add: ``lo = a.lo + b.lo`` (wrapping), carry ``lo < a.lo`` (unsigned), ``hi = a.hi + b.hi + carry``;
   subtract likewise with the borrow ``a.lo < b.lo``; the result's words are stored as they are;
@@ -30,10 +32,11 @@ import functools
 import numpy as np
 from neuron_sim.isa import CopyPredicated, TensorCopy, TensorScalar, TensorTensor
 
+from ..dma import compact_dims, hbm_pattern, onchip_compact_strides
 from ..emitter import Operand
 from ..layout import Form, free_limit, plan_tiles
 from ..sbuf import Scope, tile_ap
-from ..views import View
+from ..views import View, contiguous_strides
 from .movement import hbm_view
 from .registry import register_lowering
 from .tiles import TileCtx
@@ -45,12 +48,35 @@ _SWAPPED = {"LT": ("LT", False, False), "GT": ("LT", True, False), "GE": ("LT", 
             "EQ": ("EQ", False, False), "NE": ("EQ", False, True)}  # direction -> (test, swap operands, negate)
 
 
-def _words(view: View):
-    """(low word view as uint32, high word view as int32), or the immediates of a scalar."""
-    if view.kind == "scalar":
-        low, high = np.asarray([int(view.value)], dtype=np.int64).view(np.uint32).tolist()
-        return int(low), int(np.uint32(high).astype(np.int32))
-    return view.part("uint32", 0), view.part("int32", 1)
+def _immediates(view: View):
+    """(low word as uint32, high word as int32) of a scalar's value: immediates."""
+    low, high = np.asarray([int(view.value)], dtype=np.int64).view(np.uint32).tolist()
+    return int(low), int(np.uint32(high).astype(np.int32))
+
+
+def _load_words(tc, role, view: View, box, form: int) -> list:
+    """The box of int64 ``view`` on chip as uint32 pairs - one DMA of whole 8-byte elements, not a
+    4-byte run per word - and its (low uint32, high int32) words as patterns over the tile."""
+    offset, part_stride, dims = box.pattern(form)
+    strides, _ = onchip_compact_strides(dims)
+    compact, _ = compact_dims(dims)
+    tile = tc.buffer(role, "uint32", free=2 * tc.max_free)
+    tc.em.load(tile_ap(tile, tc.pc, [c for _, c in compact] + [2]),
+               hbm_pattern(view.tensor, "uint32", 2 * offset, 2 * part_stride, tc.pc, [(2 * s, c) for s, c in compact] + [(1, 2)]))
+    return [tile_ap(tile, tc.pc, tc.counts, [2 * s for s in strides], dtype=dtype, offset=half)
+            for half, dtype in enumerate(("uint32", "int32"))]
+
+
+def _store_words(tc, view: View, box, form: int, words) -> None:
+    """``words`` (low, high) side by side in a uint32 tile, stored as whole 8-byte elements."""
+    offset, part_stride, dims = box.pattern(form)
+    tile = tc.buffer("result", "uint32", free=2 * tc.max_free)
+    dense = [2 * s for s in contiguous_strides(tc.counts)]
+    for half, (word, dtype) in enumerate(zip(words, ("uint32", "int32"))):
+        tc.emit(TensorCopy(dst=tile_ap(tile, tc.pc, tc.counts, dense, dtype=dtype, offset=half), src=word, engine="gpsimd"))
+    kept = [(s, c) for s, c in dims if c > 1]
+    tc.em.store(hbm_pattern(view.tensor, "uint32", 2 * offset, 2 * part_stride, tc.pc, [(2 * s, c) for s, c in kept] + [(1, 2)]),
+                tile_ap(tile, tc.pc, [c for _, c in kept] + [2]))
 
 
 @register_lowering("words64")
@@ -63,13 +89,12 @@ def lower_words64(ctx, group) -> None:
     operands = []
     for v in data:
         view = ctx.resolve(v)
-        operands.append(_words(view if view.kind == "scalar" else hbm_view(ctx, v)))
+        operands.append(_immediates(view) if view.kind == "scalar" else hbm_view(ctx, v))
     predicate = ctx.resolve(node.inputs[0]) if op == "select" else None
-    targets = [dest.part("uint32", 0), dest.part("int32", 1)] if op != "compare" else [dest]
     forms = [Form(predicate.strides, predicate.offset, 1)] if predicate is not None else []
-    forms += [Form(w.strides, w.offset, 4) for words in operands for w in words if isinstance(w, View)]
-    forms += [Form(t.strides, t.offset, 1 if op == "compare" else 4) for t in targets]
-    plan = plan_tiles(out.type.shape, forms, limit=free_limit(ctx.arch, 40), main_form=len(forms) - 1)
+    forms += [Form(w.strides, w.offset, 8) for w in operands if isinstance(w, View)]
+    forms += [Form(dest.strides, dest.offset, 1 if op == "compare" else 8)]
+    plan = plan_tiles(out.type.shape, forms, limit=free_limit(ctx.arch, 48), main_form=len(forms) - 1)
     with Scope(ctx.builder) as scope:
         tc = TileCtx(ctx.em, scope, plan.max_free)
         for index, box in enumerate(plan.boxes):
@@ -77,17 +102,16 @@ def lower_words64(ctx, group) -> None:
             form = iter(range(len(forms)))
             flag = tc.full(tc.load("predicate", predicate, box, next(form))) if predicate is not None else None
             loaded = []
-            for k, words in enumerate(operands):
-                pair = []
-                for half, (w, dtype) in enumerate(zip(words, ("uint32", "int32"))):
-                    if isinstance(w, View):
-                        pair.append(tc.full(tc.load(("w", k, half), w, box, next(form), dtype)))
-                    else:
-                        pair.append(tc.full(Operand(dtype, imm=w)))
-                loaded.append(pair)
+            for k, w in enumerate(operands):
+                if isinstance(w, View):
+                    loaded.append(_load_words(tc, ("w", k), w, box, next(form)))
+                else:
+                    loaded.append([tc.full(Operand(dtype, imm=imm)) for dtype, imm in zip(("uint32", "int32"), w)])
             results = _pick(tc, flag, *loaded) if op == "select" else _compute(tc, op, node.attrs.get("direction"), loaded)
-            for target, result in zip(targets, results):
-                tc.store(target, box, next(form), result)
+            if op == "compare":
+                tc.store(dest, box, next(form), results[0])
+            else:
+                _store_words(tc, dest, box, next(form), results)
     ctx.views[out.id] = dest
     ctx.group_log.append({"kind": "words64", "op": op, "shape": list(out.type.shape), "tiles": len(plan.boxes)})
 
