@@ -54,8 +54,13 @@ def main() -> None:
             in_bytes = args.rows * args.cols * dtypes.itemsize(dtype)
             name = f"{op} {dtype} {list(shape)}"
             report(name, f"{ns / 1000:.1f} us", ns / fp32, "fp32 (inexact)", "exact, on device")
-            report("", f"fallback {fallback_ns(in_bytes, out_bytes) / 1000:.1f} us", fallback_ns(in_bytes, out_bytes) / ns,
-                   "this op on device", "> 1 (device faster)")
+            report(
+                "",
+                f"fallback {fallback_ns(in_bytes, out_bytes) / 1000:.1f} us",
+                fallback_ns(in_bytes, out_bytes) / ns,
+                "this op on device",
+                "> 1 (device faster)",
+            )
 
 
 if __name__ == "__main__":

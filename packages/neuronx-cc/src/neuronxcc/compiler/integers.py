@@ -293,8 +293,9 @@ def plan_exact(nodes, graph, folded: dict) -> tuple[list, IntegerPlan]:
     chosen = {id(node) for node, _ in plan.refusals if expandable(node)}
     if not chosen:
         return nodes, plan
-    next_id = 1 + max(v.id for n in nodes for v in (*n.inputs, *n.outputs))
-    nodes = expand(nodes, chosen, max(next_id, 1 + max((v.id for v in graph.inputs), default=-1)))
+    # new values are numbered after every value of the graph (dead nodes' too) and of ``nodes``
+    taken = [v.id for n in (*graph.nodes, *nodes) for v in (*n.inputs, *n.outputs)] + [v.id for v in graph.inputs]
+    nodes = expand(nodes, chosen, 1 + max(taken, default=-1))
     return nodes, plan_integers(nodes, graph, folded)
 
 
