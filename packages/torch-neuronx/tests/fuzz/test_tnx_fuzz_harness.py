@@ -16,6 +16,7 @@ import torch
 from hypothesis import Phase, given, settings
 from tnx_fuzz_checks import CHECKS, differences, layout
 from tnx_fuzz_ops import OPS
+from tnx_fuzz_profiles import DTYPES_ENV, INTEGER_DTYPES
 from tnx_fuzz_programs import materialize_inputs, programs, run_step, source, step_name, undefined_cast
 from tnx_fuzz_runner import compare
 
@@ -201,7 +202,17 @@ def _draw(n: int) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def drawn_programs():
-    return _draw(400)  # 300 drew no NaN input once the op table grew (the draws shift with it)
+    with pytest.MonkeyPatch.context() as patch:  # every dtype, whatever this run's TNX_FUZZ_DTYPES
+        patch.delenv(DTYPES_ENV, raising=False)
+        return _draw(400)  # 300 drew no NaN input once the op table grew (the draws shift with it)
+
+
+def test_the_dtype_filter_draws_only_integer_inputs(monkeypatch):
+    monkeypatch.setenv(DTYPES_ENV, "integer")
+    assert {spec["dtype"] for p in _draw(30) for spec in p["inputs"]} <= set(INTEGER_DTYPES)
+    monkeypatch.setenv(DTYPES_ENV, "int64,float64")
+    with pytest.raises(ValueError, match="TNX_FUZZ_DTYPES='int64,float64'"):
+        _draw(1)
 
 
 def _flat_values(spec):
