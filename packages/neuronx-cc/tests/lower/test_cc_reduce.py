@@ -58,14 +58,15 @@ def test_reduce_dtypes(kind, dtype, shape, dims):
 
 
 @pytest.mark.parametrize("kind", ["sum", "max"])
-def test_int32_reductions_of_any_range_are_refused(kind):
-    from neuronxcc.compiler import INEXACT_INTEGER, CompileError, compile_graph
-
+def test_int32_reductions_of_any_range_are_exact(kind):
+    # not through fp32: pairwise steps on GpSimd's integer ALU (``integer_expand.py``), wrapping as int32
     g = Graph("reduce")
     g.set_outputs([g.add1("reduce", g.add_input("x", (5, 6), "int32"), kind=kind, dims=(1,))], ["out"])
-    with pytest.raises(CompileError) as info:
-        compile_graph(g)
-    assert info.value.rule == INEXACT_INTEGER
+    x = np.random.default_rng(0).integers(-(2**31), 2**31, (5, 6)).astype(np.int32)
+    x[0] = 2**31 - 1
+    x[1, :2] = [16777217, 16777216]
+    program = check(g, {"x": x})
+    assert any(i.engine == "gpsimd" and i.opcode == "TENSOR_TENSOR" for i in program.instructions)
 
 
 def test_and_of_int32_of_any_range_is_a_nonzero_test():
