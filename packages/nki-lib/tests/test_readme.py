@@ -49,3 +49,22 @@ def test_readme_states_the_longest_attention_sequence():
     line = next(ln for ln in README.read_text().splitlines() if ln.startswith("| flash attention forward"))
     for seq, dim, dtype in ((49404, 128, ml_dtypes.bfloat16), (32254, 64, np.float32)):
         assert fits(seq, dim, dtype) and not fits(seq + 1, dim, dtype) and str(seq) in line
+
+
+def test_readme_states_the_longest_paged_context():
+    import ml_dtypes
+    import numpy as np
+    from nkilib import NkilibError
+    from nkilib.attention.paged_attention import check
+
+    def fits(width):
+        q = np.broadcast_to(np.zeros((), ml_dtypes.bfloat16), (1, 8, 1, 128))
+        cache = np.broadcast_to(np.zeros((), ml_dtypes.bfloat16), (10, 16, 8, 128))
+        try:
+            check(q, cache, cache, np.zeros((1, width), np.int32), np.array([1], np.int32))
+        except NkilibError:
+            return False
+        return True
+
+    line = next(ln for ln in README.read_text().splitlines() if ln.startswith("| paged attention"))
+    assert fits(320) and not fits(321) and "320 blocks of 16 = 5120 tokens" in line

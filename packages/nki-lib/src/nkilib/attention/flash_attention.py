@@ -50,6 +50,10 @@ def flash_attention_kernel(q, k, v, causal, scale):
     pT_ring = Ring(2, ((P, KEY_BLOCK), q.dtype))  # a key block's P^T, 128 keys per column group
     row_ring = Ring(2, ((P, dim), nl.float32), *[((P, 1), nl.float32)] * 2)  # acc, -m, l
     blk_ring = Ring(2, ((P, dim), q.dtype), *[((P, 1), nl.float32)] * 5)  # out tile; -block max, -m new, shift, alpha, sum
+
+    def v_block(j, rows):
+        return vt[0:rows, j * dim:(j + 1) * dim]
+
     for b in range(batch):
         for kvh in range(kv_heads):
             for j, (k0, kn) in enumerate(row_tiles(seq)):
@@ -72,12 +76,12 @@ def flash_attention_kernel(q, k, v, causal, scale):
                     # block i's P V, so TensorE, ScalarE and VectorE work on different blocks
                     pending = None
                     for k0, kw in _key_blocks(seq, last):
-                        probs = _probabilities(qT, kT, n, offset + q0, k0, kw, scale, causal, neg_m, l_sum, s_ring,
-                                               blk_ring)
+                        mask = _causal_mask(offset + q0, k0, kw) if causal else None
+                        probs = _probabilities(qT, kT, n, k0, kw, scale, mask, neg_m, l_sum, s_ring, blk_ring)
                         if pending is not None:
-                            _accumulate(*pending, vt, n, dim, acc, pT_ring)
+                            _accumulate(*pending, v_block, n, dim, acc, pT_ring)
                         pending = (probs, k0, kw)
-                    _accumulate(*pending, vt, n, dim, acc, pT_ring)
+                    _accumulate(*pending, v_block, n, dim, acc, pT_ring)
                     ot, inv = blk_ring.next()[0], row_ring.next()[2]  # a free [P, 1] of the other set
                     nisa.reciprocal(dst=inv[0:n], data=l_sum[0:n])
                     nisa.tensor_scalar(dst=ot[0:n], data=acc[0:n], op0=nl.multiply, operand0=inv[0:n])
@@ -93,18 +97,30 @@ def _transpose_into(dst, src, n, dim):
     nisa.tensor_copy(dst=dst, src=t[0:dim, 0:n])
 
 
-def _probabilities(qT, kT, n, q0, k0, kw, scale, causal, neg_m, l_sum, s_ring, blk_ring):
-    """Scores of kw keys from k0 for the n queries at positions from q0, and the online-softmax update of the
-    running max and sum; returns (probabilities tile, alpha = exp(m_old - m_new)) for _accumulate."""
+def _causal_mask(q0, k0, kw):
+    """mask(s, n) for _probabilities: removes the keys after each query's position (queries from position q0)."""
+    if k0 + kw <= q0 + 1:  # the block reaches past no query's own position
+        return None
+
+    def mask(s, n):
+        # keep key k0 + j for query q0 + p when (q0 + p) - (k0 + j) >= 0
+        nisa.affine_select(dst=s[0:n, 0:kw], pattern=[[-1, kw]], channel_multiplier=1, on_true_tile=s[0:n, 0:kw],
+                           on_false_value=MASKED, cmp_op=nl.greater_equal, offset=q0 - k0)
+
+    return mask
+
+
+def _probabilities(qT, kT, n, k0, kw, scale, mask, neg_m, l_sum, s_ring, blk_ring):
+    """Scores of kw keys from k0 for the n queries of qT (``mask(s, n)``, if given, removes keys from the
+    scaled scores s), and the online-softmax update of the running max and sum; returns (probabilities
+    tile, alpha = exp(m_old - m_new)) for _accumulate."""
     s, p = s_ring.next()
     _, neg_bmax, neg_new, shift, alpha, part = blk_ring.next()
     scores = nl.ndarray((P, KEY_BLOCK), dtype=nl.float32, buffer=nl.psum)
     nisa.nc_matmul(dst=scores[0:n, 0:kw], stationary=qT[:, 0:n], moving=kT[:, k0:k0 + kw])
     nisa.activation(dst=s[0:n, 0:kw], op=nl.copy, data=scores[0:n, 0:kw], scale=float(scale))
-    if causal and k0 + kw > q0 + 1:  # the block reaches past some query's own position
-        # keep key k0 + j for query q0 + p when (q0 + p) - (k0 + j) >= 0
-        nisa.affine_select(dst=s[0:n, 0:kw], pattern=[[-1, kw]], channel_multiplier=1, on_true_tile=s[0:n, 0:kw],
-                           on_false_value=MASKED, cmp_op=nl.greater_equal, offset=q0 - k0)
+    if mask is not None:
+        mask(s, n)
     nisa.tensor_reduce(dst=neg_bmax[0:n], op=nl.max, data=s[0:n, 0:kw], axis=1, negate=True)
     nisa.tensor_tensor(dst=neg_new[0:n], data1=neg_m[0:n], data2=neg_bmax[0:n], op=nl.minimum)
     nisa.tensor_tensor(dst=shift[0:n], data1=neg_new[0:n], data2=neg_m[0:n], op=nl.subtract)
@@ -116,8 +132,9 @@ def _probabilities(qT, kT, n, q0, k0, kw, scale, causal, neg_m, l_sum, s_ring, b
     return p, alpha
 
 
-def _accumulate(probs, k0, kw, vt, n, dim, acc, pT_ring):
-    """acc = acc * alpha + P V for one key block. P is transposed on TensorE 128 keys at a time,
+def _accumulate(probs, k0, kw, v_block, n, dim, acc, pT_ring):
+    """acc = acc * alpha + P V for one key block (``v_block(j, rows)``: key tile j's V rows, keys on
+    partitions). P is transposed on TensorE 128 keys at a time,
     all transposes first into one PSUM bank, brought to SBUF in one copy when the block is whole,
     then the matmuls: alternating transpose / copy / matmul would pay an engine-to-engine
     hand-off (~0.2 us) at every step."""
@@ -135,7 +152,7 @@ def _accumulate(probs, k0, kw, vt, n, dim, acc, pT_ring):
     pv = nl.ndarray((P, dim), dtype=nl.float32, buffer=nl.psum)
     for c0, cw in subs:
         j = (k0 + c0) // P
-        nisa.nc_matmul(dst=pv[0:n, :], stationary=pT[0:cw, c0:c0 + n], moving=vt[0:cw, j * dim:(j + 1) * dim])
+        nisa.nc_matmul(dst=pv[0:n, :], stationary=pT[0:cw, c0:c0 + n], moving=v_block(j, cw))
     nisa.scalar_tensor_tensor(dst=acc[0:n], data=acc[0:n], op0=nl.multiply, operand0=alpha[0:n], op1=nl.add,
                               operand1=pv[0:n, :])
 

@@ -18,12 +18,12 @@ torch ops. ``swap_modules(model)`` turns a model's nn.RMSNorm / nn.LayerNorm int
 
 from nkilib.torch import fast_forms  # noqa: F401  (registers every kernel's fast form)
 from nkilib.torch._support import NkilibFallbackWarning
-from nkilib.torch.attention import scaled_dot_product_attention
+from nkilib.torch.attention import decode_attention, paged_attention, scaled_dot_product_attention
 from nkilib.torch.embeddings import rope, rope_plain
 from nkilib.torch.loss import cross_entropy
 from nkilib.torch.misc import softmax
 from nkilib.torch.modules import swap_modules
 from nkilib.torch.norm import layer_norm, residual_rms_norm, rms_norm
 
-__all__ = ["NkilibFallbackWarning", "cross_entropy", "layer_norm", "residual_rms_norm", "rms_norm", "rope", "rope_plain",
-           "scaled_dot_product_attention", "softmax", "swap_modules"]
+__all__ = ["NkilibFallbackWarning", "cross_entropy", "decode_attention", "layer_norm", "paged_attention", "residual_rms_norm",
+           "rms_norm", "rope", "rope_plain", "scaled_dot_product_attention", "softmax", "swap_modules"]

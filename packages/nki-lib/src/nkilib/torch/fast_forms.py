@@ -13,6 +13,7 @@ import torch
 import torch_neuronx
 
 from nkilib.attention.flash_attention import MASKED, flash_attention_kernel
+from nkilib.attention.paged_attention import decode_attention_kernel, paged_attention_kernel
 from nkilib.embeddings.rotary import rope_kernel
 from nkilib.loss.cross_entropy import cross_entropy_backward_kernel, cross_entropy_kernel
 from nkilib.misc.lastdim_softmax import softmax_backward_kernel, softmax_kernel
@@ -126,16 +127,46 @@ def cross_entropy_backward_fast(logits, labels, lse, dloss):
     return (e * dloss - hot * dloss).to(logits.dtype)
 
 
-@torch_neuronx.fast_form(flash_attention_kernel)
-def flash_attention_fast(q, k, v, causal, scale):
+def _attention(q, k, v, keep, scale):
+    """softmax(q k^T * scale) v with the keys ``keep`` (broadcast to the scores) does not mask, rounded
+    as the attention kernels round: V meets the probabilities in the I/O dtype, divided by the fp32 sum."""
     group = q.shape[1] // k.shape[1]
     kf = k.to(f32).repeat_interleave(group, dim=1)
     vf = v.to(f32).repeat_interleave(group, dim=1)
     s = q.to(f32) @ kf.transpose(-1, -2) * scale
+    if keep is not None:
+        s = torch.where(keep, s, torch.full_like(s, MASKED))
+    e = torch.exp(s - s.amax(-1, keepdim=True))
+    return ((e.to(q.dtype).to(f32) @ vf) / e.sum(-1, keepdim=True)).to(q.dtype)
+
+
+@torch_neuronx.fast_form(flash_attention_kernel)
+def flash_attention_fast(q, k, v, causal, scale):
+    keep = None
     if causal:
         sq, sk = q.shape[2], k.shape[2]  # query i at position sk - sq + i
         keep = torch.arange(sq, device=q.device)[:, None] + (sk - sq) >= torch.arange(sk, device=q.device)[None, :]
-        s = torch.where(keep, s, torch.full_like(s, MASKED))
-    e = torch.exp(s - s.amax(-1, keepdim=True))
-    # the kernel multiplies V by the probabilities rounded to the I/O dtype, then divides by the fp32 sum
-    return ((e.to(q.dtype).to(f32) @ vf) / e.sum(-1, keepdim=True)).to(q.dtype)
+    return _attention(q, k, v, keep, scale)
+
+
+def _cached_attention(q, k, v, seq_lens, scale):
+    """q [B, Hq, Sq, d] over k/v [B, Hkv, S, d]: query i of sequence b at position seq_lens[b] - Sq + i."""
+    sq, ctx = q.shape[2], k.shape[2]
+    position = seq_lens.to(torch.int64)[:, None] - sq + torch.arange(sq, device=q.device)[None, :]  # [B, Sq]
+    keep = torch.arange(ctx, device=q.device)[None, None, :] <= position[:, :, None]  # [B, Sq, S]
+    return _attention(q, k, v, keep[:, None], scale)
+
+
+@torch_neuronx.fast_form(decode_attention_kernel)
+def decode_attention_fast(q, k_cache, v_cache, seq_lens, scale):
+    return _cached_attention(q, k_cache.transpose(1, 2), v_cache.transpose(1, 2), seq_lens, scale)
+
+
+@torch_neuronx.fast_form(paged_attention_kernel)
+def paged_attention_fast(q, key_cache, value_cache, block_tables, seq_lens, scale):
+    blocks, block, kv_heads, dim = key_cache.shape
+
+    def gather(cache):  # indexing the blocks: an entry outside the cache is reported as one
+        return cache[block_tables.to(torch.int64)].reshape(q.shape[0], -1, kv_heads, dim).transpose(1, 2)
+
+    return _cached_attention(q, gather(key_cache), gather(value_cache), seq_lens, scale)
