@@ -372,6 +372,38 @@ def test_vector_offset_scatters_rows():
     assert (table[untouched] == 5.0).all()
 
 
+def test_scatter_with_dst_rmw_op_adds_into_the_rows():
+    """dst_rmw_op=nl.add: the DMA engines' read-add-write - repeated indices add up, indices outside
+    the table are skipped with oob_mode=skip; only nl.add into a scatter is taken."""
+    @nki.jit
+    def scatter_add(rows_in, ids, table):
+        i_sb = nl.ndarray((128, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=i_sb, src=ids)
+        rows = nl.ndarray(rows_in.shape, dtype=rows_in.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=rows, src=rows_in)
+        nisa.dma_copy(dst=table[i_sb, :], src=rows, oob_mode=nisa.oob_mode.skip, dst_rmw_op=nl.add)
+
+    V, D = 40, 16
+    ids = np.random.default_rng(13).integers(0, V, size=(128, 1)).astype(np.int32)
+    ids[3, 0] = -1
+    rows = rand((128, D), seed=13)
+    table = np.full((V, D), 1.0, np.float32)
+    scatter_add(rows, ids, table)
+    expected = np.full((V, D), 1.0, np.float32)
+    keep = ids[:, 0] >= 0
+    np.add.at(expected, ids[keep, 0], rows[keep])
+    np.testing.assert_allclose(table, expected, rtol=1e-6, atol=1e-6)
+
+    @nki.jit
+    def plain_rmw(x, out):
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.dma_copy(dst=out, src=t, dst_rmw_op=nl.add)
+
+    with pytest.raises(NkiValidationError, match=r"\[dma.rmw\] dst_rmw_op=.*only nl.add, into an indirect HBM view"):
+        plain_rmw(np.ones((4, 8), np.float32), np.zeros((4, 8), np.float32))
+
+
 def test_out_of_bounds_index_is_an_error_naming_the_kernel_line():
     V, D = 50, 16
     table = rand((V, D), seed=11)

@@ -51,15 +51,24 @@ from .search import max8, nc_find_index8, nc_match_replace8, sequence_bounds  # 
 # --- data movement -----------------------------------------------------------------------------
 @folds_constant_mask
 def dma_copy(dst: NkiTensor, src: NkiTensor, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown,
-             engine=engine.unknown, name=None, mask=None):
-    """Copy by DMA; a legacy ``mask=`` restricts both sides to the elements it keeps."""
+             engine=engine.unknown, name=None, mask=None, dst_rmw_op=None):
+    """Copy by DMA; a legacy ``mask=`` restricts both sides to the elements it keeps.
+    ``dst_rmw_op=nl.add`` adds into ``dst`` instead (the DMA engines' read-modify-write), for a
+    scatter into an indirect HBM view (``table[idx, ...]``)."""
     mode = dge_mode.name if dge_mode.name != "unknown" else "none"
     trigger = _engine(engine, "sync")
     for operand, role in ((dst, "dst"), (src, "src")):
         if not isinstance(operand, NkiTensor):
             raise tracing.current().error("operand.type", f"{role} must be a tensor, got {type(operand).__name__}")
+    accumulate = False
+    if dst_rmw_op is not None:
+        if _op(dst_rmw_op) != "add" or dst._indirect is None:
+            raise tracing.current().error("dma.rmw", f"dst_rmw_op={dst_rmw_op!r}: only nl.add, into an indirect HBM view "
+                                                     "(a scatter), is supported")
+        accumulate = True
     dst, src = apply_mask(mask, dst, src)
-    return NkiInstruction(dma_move(dst, src, oob_mode=oob_mode.name, dge=mode, engine=trigger, name=name))
+    return NkiInstruction(dma_move(dst, src, oob_mode=oob_mode.name, dge=mode, engine=trigger, name=name,
+                                   accumulate=accumulate))
 
 
 def dma_transpose(dst: NkiTensor = None, src: NkiTensor = None, axes=None, priority=None, dge_mode=dge_mode.unknown,

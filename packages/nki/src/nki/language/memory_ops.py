@@ -102,7 +102,7 @@ def fill(t: NkiTensor, value) -> None:
 
 
 def dma_move(dst: NkiTensor, src: NkiTensor, oob_mode: str = "error", dge: str = "none", engine: str = "sync",
-             name: str | None = None):
+             name: str | None = None, accumulate: bool = False):
     """One DMA from ``src`` to ``dst``; a gather or scatter when the HBM side is an indirect view
     (rows picked by an on-chip index tile: ``t.ap(..., vector_offset=idx)`` or ``t[idx, ...]``),
     whose descriptors GpSimd's software DGE generates."""
@@ -118,7 +118,7 @@ def dma_move(dst: NkiTensor, src: NkiTensor, oob_mode: str = "error", dge: str =
                       table_view.dtype)
     return ctx.emit(DmaIndirect(direction="gather" if gather else "scatter", onchip=onchip.access_pattern(),
                                 table=table.access_pattern(), index=index.reshape((index.shape[0], 1)).access_pattern(),
-                                oob_mode=oob_mode, name=name))
+                                oob_mode=oob_mode, accumulate=accumulate, name=name))
 
 
 @folds_constant_mask
