@@ -5,6 +5,7 @@ Works on anything with ``.shape`` and ``.dtype`` (numpy arrays, torch tensors)."
 from __future__ import annotations
 
 import nki.language as nl
+import numpy as np
 
 # I/O dtypes every kernel takes; the math inside is fp32 whatever the I/O dtype.
 FLOAT_DTYPES = ("float32", "bfloat16", "float16")
@@ -75,6 +76,17 @@ def check_sbuf(name: str, width: int, bytes_per_element: float, kernel: str) -> 
         limit = int(budget // bytes_per_element)
         raise NkilibError("sbuf", f"{kernel}: {name} of {width} elements per row needs {need} bytes per SBUF partition, "
                                   f"over the {budget} the target's SBUF leaves for them; this kernel takes at most {limit} elements per row")
+
+
+def host_values(array):
+    """The values of a host array (numpy, a CPU torch tensor), or None for device memory: the
+    entry points check index values they can read without a device round trip."""
+    if isinstance(array, np.ndarray):
+        return array
+    device = getattr(array, "device", None)
+    if getattr(device, "type", None) == "cpu" and hasattr(array, "numpy"):
+        return array.numpy()
+    return None
 
 
 def max_width(bytes_per_element: float) -> int:

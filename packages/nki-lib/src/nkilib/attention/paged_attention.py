@@ -252,17 +252,6 @@ def _int_vector(name, array, shape):
     _checks.check_shape(name, array, shape)
 
 
-def _host_values(array):
-    """The values of a host array (numpy, CPU torch tensor), or None for device memory: a device
-    tensor's values are not read back (the kernel's gather reports an entry outside the cache)."""
-    if isinstance(array, np.ndarray):
-        return array
-    device = getattr(array, "device", None)
-    if device is not None and getattr(device, "type", None) == "cpu" and hasattr(array, "numpy"):
-        return array.numpy()
-    return None
-
-
 def check(q, key_cache, value_cache, block_tables, seq_lens, scale=None) -> str:
     """The I/O dtype of arguments paged_attention (block_tables given) or decode_attention (None)
     takes; NkilibError for any it refuses. Host block tables and lengths are checked value by value."""
@@ -328,7 +317,7 @@ def check(q, key_cache, value_cache, block_tables, seq_lens, scale=None) -> str:
             f"key/value heads of dim {dim} needs {need} bytes per SBUF partition, over the "
             f"{_checks.sbuf_budget()} available (K and V of one sequence stay on chip)",
         )
-    lens = _host_values(seq_lens)
+    lens = _checks.host_values(seq_lens)
     if lens is not None and len(lens) and (lens.min() < seq_q or lens.max() > ctx):
         bad = int(np.flatnonzero((lens < seq_q) | (lens > ctx))[0])
         raise _checks.NkilibError(
@@ -337,7 +326,7 @@ def check(q, key_cache, value_cache, block_tables, seq_lens, scale=None) -> str:
             f"[Sq, {ctx}] = [{seq_q}, {ctx}] (its {seq_q} queries are in the cache, "
             f"which holds {ctx} tokens per sequence)",
         )
-    table = _host_values(block_tables) if paged else None
+    table = _checks.host_values(block_tables) if paged else None
     if table is not None and (table.min() < 0 or table.max() >= blocks):
         b, j = (int(v[0]) for v in np.nonzero((table < 0) | (table >= blocks)))
         raise _checks.NkilibError(
