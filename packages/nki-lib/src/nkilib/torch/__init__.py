@@ -22,8 +22,11 @@ from nkilib.torch.attention import decode_attention, paged_attention, scaled_dot
 from nkilib.torch.embeddings import rope, rope_plain
 from nkilib.torch.loss import cross_entropy
 from nkilib.torch.misc import softmax
+from nkilib.torch.mlp import gated_mlp
 from nkilib.torch.modules import swap_modules
+from nkilib.torch.moe import block_layout, blockwise_matmul, router_topk
 from nkilib.torch.norm import layer_norm, residual_rms_norm, rms_norm
 
-__all__ = ["NkilibFallbackWarning", "cross_entropy", "decode_attention", "layer_norm", "paged_attention", "residual_rms_norm",
-           "rms_norm", "rope", "rope_plain", "scaled_dot_product_attention", "softmax", "swap_modules"]
+__all__ = ["NkilibFallbackWarning", "block_layout", "blockwise_matmul", "cross_entropy", "decode_attention", "gated_mlp", "layer_norm",
+           "paged_attention", "residual_rms_norm", "rms_norm", "rope", "rope_plain", "router_topk", "scaled_dot_product_attention",
+           "softmax", "swap_modules"]

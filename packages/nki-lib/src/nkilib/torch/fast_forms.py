@@ -17,6 +17,9 @@ from nkilib.attention.paged_attention import decode_attention_kernel, paged_atte
 from nkilib.embeddings.rotary import rope_kernel
 from nkilib.loss.cross_entropy import cross_entropy_backward_kernel, cross_entropy_kernel
 from nkilib.misc.lastdim_softmax import softmax_backward_kernel, softmax_kernel
+from nkilib.mlp.gated_mlp import gated_mlp_kernel
+from nkilib.moe.blockwise_matmul import blockwise_matmul_backward_kernel, blockwise_matmul_kernel
+from nkilib.moe.router import router_topk_kernel
 from nkilib.norm.layernorm import layer_norm_backward_kernel, layer_norm_kernel
 from nkilib.norm.residual_rmsnorm import residual_rms_norm_kernel
 from nkilib.norm.rmsnorm import rms_norm_backward_kernel, rms_norm_kernel
@@ -170,3 +173,63 @@ def paged_attention_fast(q, key_cache, value_cache, block_tables, seq_lens, scal
         return cache[block_tables.to(torch.int64)].reshape(q.shape[0], -1, kv_heads, dim).transpose(1, 2)
 
     return _cached_attention(q, gather(key_cache), gather(value_cache), seq_lens, scale)
+
+
+@torch_neuronx.fast_form(router_topk_kernel)
+def router_topk_fast(logits, k, gating, normalize):
+    xf = logits.to(f32)
+    if gating == "softmax":
+        e = torch.exp(xf - xf.amax(-1, keepdim=True))
+        scores = e * (1.0 / e.sum(-1, keepdim=True))
+    else:
+        scores = torch.sigmoid(xf)
+    # the kernel's order: highest first, equal scores by expert
+    ids = torch.sort(scores, dim=-1, descending=True, stable=True).indices[:, :k]
+    weights = scores.gather(1, ids)
+    if normalize:
+        weights = weights * (1.0 / weights.sum(-1, keepdim=True))
+    return weights, ids.to(torch.int32)
+
+
+def _block_rows(x, token_ids):
+    valid = (token_ids >= 0)[:, None]
+    return torch.where(valid, x[token_ids.clamp(min=0).to(torch.int64)].to(f32), torch.zeros((), dtype=f32, device=x.device))
+
+
+def _row_experts(token_ids, block_experts):
+    block = token_ids.shape[0] // block_experts.shape[0]
+    return block_experts.to(torch.int64).repeat_interleave(block)
+
+
+@torch_neuronx.fast_form(blockwise_matmul_kernel)
+def blockwise_matmul_fast(x, weight, token_ids, block_experts):
+    blocks = _block_rows(x, token_ids).reshape(block_experts.shape[0], -1, x.shape[1])
+    out = torch.bmm(blocks, weight[block_experts.to(torch.int64)].to(f32))
+    return out.reshape(token_ids.shape[0], weight.shape[2]).to(x.dtype)
+
+
+@torch_neuronx.fast_form(blockwise_matmul_backward_kernel)
+def blockwise_matmul_backward_fast(dout, x, weight, token_ids, block_experts):
+    nblocks = block_experts.shape[0]
+    experts = weight.shape[0]
+    df = dout.to(f32).reshape(nblocks, -1, dout.shape[1])
+    drows = torch.bmm(df, weight[block_experts.to(torch.int64)].to(f32).transpose(1, 2)).reshape(token_ids.shape[0], -1)
+    # scatter-adds as one-hot products (the rows of padding match no token, no expert)
+    to_token = (token_ids.to(torch.int64)[:, None] == torch.arange(x.shape[0], device=x.device)[None, :]).to(f32)
+    dx = to_token.transpose(0, 1) @ drows
+    xr = _block_rows(x, token_ids)
+    to_expert = (_row_experts(token_ids, block_experts)[:, None] == torch.arange(experts, device=x.device)[None, :]).to(f32)
+    dweight = torch.einsum("re,rk,rn->ekn", to_expert, xr, dout.to(f32))
+    return dx, dweight
+
+
+@torch_neuronx.fast_form(gated_mlp_kernel)
+def gated_mlp_fast(x, w_gate, w_up, w_down, activation):
+    xf = x.to(f32)
+    g = xf @ w_gate.to(f32)
+    if activation == "silu":
+        a = torch.nn.functional.silu(g)
+    else:
+        a = torch.nn.functional.gelu(g, approximate="tanh" if activation == "gelu_tanh" else "none")
+    h = (a * (xf @ w_up.to(f32))).to(x.dtype)  # the hidden tile is kept in the I/O dtype
+    return (h.to(f32) @ w_down.to(f32)).to(x.dtype)
