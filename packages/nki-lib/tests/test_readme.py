@@ -18,6 +18,7 @@ def test_readme_examples_run(capsys):
 def test_readme_table_states_each_kernels_widest_row():
     from nkilib.embeddings import rotary
     from nkilib.misc import lastdim_softmax
+    from nkilib.moe import router
     from nkilib.norm import layernorm, residual_rmsnorm, rmsnorm
 
     text = README.read_text()
@@ -26,6 +27,7 @@ def test_readme_table_states_each_kernels_widest_row():
         "LayerNorm |": (layernorm.max_hidden, {}), "LayerNorm backward": (layernorm.max_hidden, {"backward": True}),
         "residual add + RMSNorm": (residual_rmsnorm.max_hidden, {}), "RoPE |": (rotary.max_heads_x_dim, {}),
         "softmax |": (lastdim_softmax.max_cols, {}), "softmax backward": (lastdim_softmax.max_cols, {"backward": True}),
+        "router top-k": (router.max_experts, {}),
     }
     for name, (limit, kw) in rows.items():
         line = next(ln for ln in text.splitlines() if ln.startswith(f"| {name}"))
@@ -68,3 +70,32 @@ def test_readme_states_the_longest_paged_context():
 
     line = next(ln for ln in README.read_text().splitlines() if ln.startswith("| paged attention"))
     assert fits(320) and not fits(321) and "320 blocks of 16 = 5120 tokens" in line
+
+
+def test_readme_states_the_moe_and_mlp_sbuf_limits():
+    import ml_dtypes
+    import numpy as np
+    from nkilib import NkilibError
+    from nkilib.mlp.gated_mlp import check as mlp_check
+    from nkilib.moe.blockwise_matmul import check as moe_check
+
+    def z(*shape):
+        return np.broadcast_to(np.zeros((), ml_dtypes.bfloat16), shape)
+
+    def fits(check, *args, **kw):
+        try:
+            check(*args, **kw)
+        except NkilibError:
+            return False
+        return True
+
+    rows, block = np.full(512, -1, np.int32), np.zeros(1, np.int32)
+    text = README.read_text()
+    assert fits(moe_check, z(4, 2048), z(2, 2048, 2048), rows, block) and not fits(moe_check, z(4, 2560), z(2, 2560, 2560), rows, block)
+    assert "K = N = 2048 (bf16, blocks of 512) fits, 2560 does not" in text
+    assert fits(moe_check, z(4, 1024), z(2, 1024, 1024), rows, block, backward=True)
+    assert not fits(moe_check, z(4, 1536), z(2, 1536, 1536), rows, block, backward=True)
+    assert "K = N = 1024 fits, 1536 does not (bf16, blocks of 512)" in text
+    assert fits(mlp_check, z(4, 1024), z(1024, 2816), z(1024, 2816), z(2816, 1024))
+    assert not fits(mlp_check, z(4, 1536), z(1536, 4096), z(1536, 4096), z(4096, 1536))
+    assert "H = 1024, I = 2816 (bf16) fits, H = 1536, I = 4096 does not" in text

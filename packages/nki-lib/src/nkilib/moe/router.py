@@ -84,10 +84,19 @@ def check(logits, k, gating="softmax", normalize=False) -> str:
     if k > experts:
         raise _checks.NkilibError("moe.top_k", f"top_k={k} is larger than the {experts} experts")
     if experts > MAX_EXPERTS:
-        raise _checks.NkilibError("moe.experts", f"{experts} experts; the kernel searches at most {MAX_EXPERTS} per token")
-    io = _checks.DTYPE_BYTES[dt]
-    _checks.check_sbuf("experts", experts, 2 * io + 2 * 4, "router_topk")
+        raise _checks.NkilibError("moe.experts", f"{experts} experts; max8 searches at most {MAX_EXPERTS} per token")
+    _checks.check_sbuf("experts", experts, _bytes_per_expert(_checks.DTYPE_BYTES[dt]), "router_topk")
     return dt
+
+
+def _bytes_per_expert(io):
+    return 2 * io + 2 * 4  # two logits tiles (prefetch) and two fp32 score tiles, per expert
+
+
+def max_experts(dtype) -> int:
+    """The most experts router_topk takes for logits of ``dtype``."""
+    io = _checks.DTYPE_BYTES[_checks.dtype_name(dtype)]
+    return min(MAX_EXPERTS, _checks.max_width(_bytes_per_expert(io)))
 
 
 def router_topk(logits, k: int, gating: str = "softmax", normalize: bool = False):
