@@ -22,6 +22,7 @@ import nki.isa as nisa
 import nki.language as nl
 
 from nkilib import _checks
+from nkilib._matmul import transpose_into
 from nkilib._tiling import P, Ring, row_tiles, scratch, store
 
 KEY_BLOCK = 512  # keys per score block: one PSUM bank of fp32
@@ -59,14 +60,14 @@ def flash_attention_kernel(q, k, v, causal, scale):
             for j, (k0, kn) in enumerate(row_tiles(seq)):
                 (kt,) = stage_ring.next()
                 nisa.dma_copy(dst=kt[0:kn], src=k[b, kvh, k0:k0 + kn, :])
-                _transpose_into(kT[:, k0:k0 + kn], kt[0:kn], kn, dim)
+                transpose_into(kT[:, k0:k0 + kn], kt[0:kn], kn, dim)
                 nisa.dma_copy(dst=vt[0:kn, j * dim:(j + 1) * dim], src=v[b, kvh, k0:k0 + kn, :])
             for h in range(kvh * group, (kvh + 1) * group):
                 for q0, n in row_tiles(seq_q):
                     (qT,) = qT_ring.next()
                     (qt,) = stage_ring.next()
                     nisa.dma_copy(dst=qt[0:n], src=q[b, h, q0:q0 + n, :])
-                    _transpose_into(qT[:, 0:n], qt[0:n], n, dim)
+                    transpose_into(qT[:, 0:n], qt[0:n], n, dim)
                     acc, neg_m, l_sum = row_ring.next()
                     nisa.memset(dst=acc[0:n], value=0.0)
                     nisa.memset(dst=neg_m[0:n], value=1e30)  # m = -1e30: the first block's alpha is 0
@@ -87,14 +88,6 @@ def flash_attention_kernel(q, k, v, causal, scale):
                     nisa.tensor_scalar(dst=ot[0:n], data=acc[0:n], op0=nl.multiply, operand0=inv[0:n])
                     store(out[b, h, q0:q0 + n, :], ot[0:n])
     return out
-
-
-def _transpose_into(dst, src, n, dim):
-    """dst [d, n] (SBUF) = src [n, d]^T through TensorE and PSUM: a strided (transposing) DMA
-    would move one element per descriptor, ~80x slower than these row loads."""
-    t = nl.ndarray((P, P), dtype=src.dtype, buffer=nl.psum)
-    nisa.nc_transpose(dst=t[0:dim, 0:n], data=src)
-    nisa.tensor_copy(dst=dst, src=t[0:dim, 0:n])
 
 
 def _causal_mask(q0, k0, kw):

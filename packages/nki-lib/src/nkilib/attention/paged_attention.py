@@ -37,6 +37,7 @@ import nki.language as nl
 import numpy as np
 
 from nkilib import _checks
+from nkilib._matmul import transpose_into
 from nkilib._tiling import P, Ring, row_tiles, scratch, store
 from nkilib.attention.flash_attention import (
     KEY_BLOCK,
@@ -45,7 +46,6 @@ from nkilib.attention.flash_attention import (
     _accumulate,
     _key_blocks,
     _probabilities,
-    _transpose_into,
 )
 
 MAX_SLOTS = 1 << 24  # slot indices are computed in fp32 on chip: exact below 2**24
@@ -109,8 +109,7 @@ def _cached_attention(q, kc, vc, block_tables, seq_lens, scale):
                 slot = _slots(block_tables, b, t0, n, block, expand[j], slot_ring)
                 nisa.dma_copy(dst=kst[0:n], src=k_rows[slot[0:n], :])
                 nisa.dma_copy(dst=vcols, src=v_rows[slot[0:n], :])
-            for h in range(kv_heads):
-                _transpose_into(kT[:, h * ctx + t0 : h * ctx + t0 + n], kst[0:n, h * dim : (h + 1) * dim], n, dim)
+            _transpose_heads(kT, kst, t0, n, ctx, kv_heads, dim)
         for h in range(kv_heads):
             kT_h = kT[:, h * ctx : (h + 1) * ctx]
 
@@ -122,7 +121,7 @@ def _cached_attention(q, kc, vc, block_tables, seq_lens, scale):
                 for g, i0, i1, p0 in _head_segments(r0, n, seq_q):
                     nisa.dma_copy(dst=qt[p0 : p0 + i1 - i0], src=q[b, h * group + g, i0:i1, :])
                 (qT,) = qT_ring.next()
-                _transpose_into(qT[:, 0:n], qt[0:n], n, dim)
+                transpose_into(qT[:, 0:n], qt[0:n], n, dim)
                 nisa.tensor_tensor(dst=limit[0:n], data1=qidx[0:n], data2=len_f[0:n], op=nl.add)
                 acc, neg_m, l_sum = row_ring.next()
                 nisa.memset(dst=acc[0:n], value=0.0)
@@ -142,6 +141,23 @@ def _cached_attention(q, kc, vc, block_tables, seq_lens, scale):
                 for g, i0, i1, p0 in _head_segments(r0, n, seq_q):
                     store(out[b, h * group + g, i0:i1, :], ot[p0 : p0 + i1 - i0])
     return out
+
+
+HEADS_PER_BANK = 4  # key tiles of 128 keys x 2-byte K^T per PSUM bank (2 KiB a partition)
+
+
+def _transpose_heads(kT, kst, t0, n, ctx, kv_heads, dim):
+    """K^T of every key/value head of one key tile: the heads' TensorE transposes into one PSUM bank
+    and one copy out of it per HEADS_PER_BANK heads (each PSUM-to-SBUF copy pays a fixed cost)."""
+    heads = kT.reshape((dim, kv_heads, ctx))
+    for h0 in range(0, kv_heads, HEADS_PER_BANK):
+        hn = min(HEADS_PER_BANK, kv_heads - h0)
+        t = nl.ndarray((P, HEADS_PER_BANK * P), dtype=kst.dtype, buffer=nl.psum)
+        for hh in range(hn):
+            h = h0 + hh
+            nisa.nc_transpose(dst=t[0:dim, hh * P : hh * P + n], data=kst[0:n, h * dim : (h + 1) * dim])
+        src = t.reshape((P, HEADS_PER_BANK, P))[0:dim, 0:hn, 0:n]
+        nisa.tensor_copy(dst=heads[:, h0 : h0 + hn, t0 : t0 + n], src=src)
 
 
 def _head_segments(r0, n, seq_q):

@@ -16,14 +16,10 @@ import nki.isa as nisa
 import nki.language as nl
 
 from nkilib import _checks
+from nkilib._matmul import N_CHUNK, chunks, project, project_out, transpose_groups
 from nkilib._tiling import P, Ring, loader, prefetched, scratch, store
 
 ACTIVATIONS = {"silu": nl.silu, "gelu": nl.gelu, "gelu_tanh": nl.gelu_apprx_tanh}
-N_CHUNK = 512  # output columns per PSUM bank (fp32)
-
-
-def _chunks(size, step):
-    return [(s0, min(step, size - s0)) for s0 in range(0, size, step)]
 
 
 def _load_rows(dst, w, chunks, width):
@@ -32,18 +28,12 @@ def _load_rows(dst, w, chunks, width):
         nisa.dma_copy(dst=dst[0:rw, c * width : (c + 1) * width], src=w[r0 : r0 + rw, :])
 
 
-def _transpose(dst, src, n, width):
-    t = nl.ndarray((P, P), dtype=src.dtype, buffer=nl.psum)
-    nisa.nc_transpose(dst=t[0:width, 0:n], data=src)
-    nisa.tensor_copy(dst=dst, src=t[0:width, 0:n])
-
-
 @nki.jit
 def gated_mlp_kernel(x, w_gate, w_up, w_down, activation):
     tokens, hidden = x.shape
     inter = w_gate.shape[1]
     act = ACTIVATIONS[activation]
-    hc, ic = _chunks(hidden, P), _chunks(inter, P)
+    hc, ic = chunks(hidden, P), chunks(inter, P)
     y = nl.ndarray((tokens, hidden), dtype=x.dtype, buffer=nl.shared_hbm)
     wg, wu = scratch((P, len(hc) * inter), w_gate.dtype), scratch((P, len(hc) * inter), w_up.dtype)
     wd = scratch((P, len(ic) * hidden), w_down.dtype)
@@ -55,39 +45,17 @@ def gated_mlp_kernel(x, w_gate, w_up, w_down, activation):
     out_ring = Ring(2, ((P, N_CHUNK), x.dtype))
     for (p0, n), (xs,) in prefetched(tokens, loader(x)):
         xT, h, hT = ring.next()
-        for c, (h0, hw) in enumerate(hc):
-            _transpose(xT[0:hw, c * P : c * P + n], xs[0:n, h0 : h0 + hw], n, hw)
-        for i0, iw in _chunks(inter, N_CHUNK):
+        transpose_groups(xT, xs, hc, n)
+        for i0, iw in chunks(inter, N_CHUNK):
             g_ps = nl.ndarray((P, N_CHUNK), dtype=nl.float32, buffer=nl.psum)
             u_ps = nl.ndarray((P, N_CHUNK), dtype=nl.float32, buffer=nl.psum)
-            for c, (_h0, hw) in enumerate(hc):
-                nisa.nc_matmul(
-                    dst=g_ps[0:n, 0:iw],
-                    stationary=xT[0:hw, c * P : c * P + n],
-                    moving=wg[0:hw, c * inter + i0 : c * inter + i0 + iw],
-                )
-            for c, (_h0, hw) in enumerate(hc):
-                nisa.nc_matmul(
-                    dst=u_ps[0:n, 0:iw],
-                    stationary=xT[0:hw, c * P : c * P + n],
-                    moving=wu[0:hw, c * inter + i0 : c * inter + i0 + iw],
-                )
+            project(g_ps, xT, wg, hc, n, inter, i0, iw)
+            project(u_ps, xT, wu, hc, n, inter, i0, iw)
             (a,) = act_ring.next()
             nisa.activation(dst=a[0:n, 0:iw], op=act, data=g_ps[0:n, 0:iw])
             nisa.tensor_tensor(dst=h[0:n, i0 : i0 + iw], data1=a[0:n, 0:iw], data2=u_ps[0:n, 0:iw], op=nl.multiply)
-        for c, (i0, iw) in enumerate(ic):
-            _transpose(hT[0:iw, c * P : c * P + n], h[0:n, i0 : i0 + iw], n, iw)
-        for h0, hw in _chunks(hidden, N_CHUNK):
-            y_ps = nl.ndarray((P, N_CHUNK), dtype=nl.float32, buffer=nl.psum)
-            for c, (_i0, iw) in enumerate(ic):
-                nisa.nc_matmul(
-                    dst=y_ps[0:n, 0:hw],
-                    stationary=hT[0:iw, c * P : c * P + n],
-                    moving=wd[0:iw, c * hidden + h0 : c * hidden + h0 + hw],
-                )
-            (ot,) = out_ring.next()
-            nisa.tensor_copy(dst=ot[0:n, 0:hw], src=y_ps[0:n, 0:hw])
-            store(y[p0 : p0 + n, h0 : h0 + hw], ot[0:n, 0:hw])
+        transpose_groups(hT, h, ic, n)
+        project_out(y, p0, hT, wd, ic, n, hidden, out_ring, store)
     return y
 
 

@@ -26,13 +26,8 @@ import nki.language as nl
 import numpy as np
 
 from nkilib import _checks
+from nkilib._matmul import N_CHUNK, chunks, project, project_out, transpose_groups, transpose_into
 from nkilib._tiling import P, Ring, row_tiles, scratch, store
-
-N_CHUNK = 512  # output columns per PSUM bank (fp32)
-
-
-def _chunks(size, step):
-    return [(s0, min(step, size - s0)) for s0 in range(0, size, step)]
 
 
 @nki.jit
@@ -42,7 +37,7 @@ def blockwise_matmul_kernel(x, weight, token_ids, block_experts):
     rows, nblocks = token_ids.shape[0], block_experts.shape[0]
     block = rows // nblocks
     out = nl.ndarray((rows, ndim), dtype=x.dtype, buffer=nl.shared_hbm)
-    kchunks = _chunks(kdim, P)
+    kchunks = chunks(kdim, P)
     w_ring = Ring(2, ((P, len(kchunks) * ndim), weight.dtype), ((1, 1), nl.int32))
     x_ring = Ring(2, ((P, 1), nl.int32), ((P, kdim), x.dtype), ((P, len(kchunks) * P), x.dtype))
     o_ring = Ring(2, ((P, N_CHUNK), x.dtype))
@@ -53,19 +48,8 @@ def blockwise_matmul_kernel(x, weight, token_ids, block_experts):
             idx, xs, xT = x_ring.next()
             row0 = bi * block + r0
             _gather_rows(idx, xs, x, token_ids, row0, n)
-            for c, (k0, kw) in enumerate(kchunks):
-                _transpose(xT[0:kw, c * P : c * P + n], xs[0:n, k0 : k0 + kw], n, kw)
-            for n0, nw in _chunks(ndim, N_CHUNK):
-                ps = nl.ndarray((P, N_CHUNK), dtype=nl.float32, buffer=nl.psum)
-                for c, (_k0, kw) in enumerate(kchunks):
-                    nisa.nc_matmul(
-                        dst=ps[0:n, 0:nw],
-                        stationary=xT[0:kw, c * P : c * P + n],
-                        moving=wt[0:kw, c * ndim + n0 : c * ndim + n0 + nw],
-                    )
-                (ot,) = o_ring.next()
-                nisa.tensor_copy(dst=ot[0:n, 0:nw], src=ps[0:n, 0:nw])
-                store(out[row0 : row0 + n, n0 : n0 + nw], ot[0:n, 0:nw])
+            transpose_groups(xT, xs, kchunks, n)
+            project_out(out, row0, xT, wt, kchunks, n, ndim, o_ring, store)
     return out
 
 
@@ -84,12 +68,6 @@ def _gather_rows(idx, xs, x, token_ids, row0, n):
     nisa.dma_copy(dst=xs[0:n], src=x[idx[0:n], :], oob_mode=nisa.oob_mode.skip)
 
 
-def _transpose(dst, src, n, kw):
-    t = nl.ndarray((P, P), dtype=src.dtype, buffer=nl.psum)
-    nisa.nc_transpose(dst=t[0:kw, 0:n], data=src)
-    nisa.tensor_copy(dst=dst, src=t[0:kw, 0:n])
-
-
 @nki.jit
 def blockwise_matmul_backward_kernel(dout, x, weight, token_ids, block_experts):
     """(dx [T, K] fp32, dweight [E, K, N] fp32) of out = blockwise_matmul(x, weight, ...) for dout [R, N].
@@ -106,7 +84,7 @@ def blockwise_matmul_backward_kernel(dout, x, weight, token_ids, block_experts):
     dx = nl.ndarray((tokens, kdim), dtype=nl.float32, buffer=nl.shared_hbm)
     dweight = nl.ndarray((experts, kdim, ndim), dtype=nl.float32, buffer=nl.shared_hbm)
     dw_rows = dweight.reshape((experts * kdim, ndim))
-    kchunks, nchunks = _chunks(kdim, P), _chunks(ndim, P)
+    kchunks, nchunks = chunks(kdim, P), chunks(ndim, P)
     zero = scratch((P, max(kdim, ndim)), nl.float32)
     nisa.memset(dst=zero, value=0.0)
     for r0, n in row_tiles(tokens):
@@ -133,7 +111,9 @@ def blockwise_matmul_backward_kernel(dout, x, weight, token_ids, block_experts):
         _load_expert(wt, expert, weight, block_experts, bi, kchunks, ndim)
         for c, (k0, kw) in enumerate(kchunks):
             for cn, (m0, mw) in enumerate(nchunks):
-                _transpose(wT[0:mw, cn * kdim + k0 : cn * kdim + k0 + kw], wt[0:kw, c * ndim + m0 : c * ndim + m0 + mw], kw, mw)
+                transpose_into(
+                    wT[0:mw, cn * kdim + k0 : cn * kdim + k0 + kw], wt[0:kw, c * ndim + m0 : c * ndim + m0 + mw], kw, mw
+                )
         # dweight row of (expert, k) = expert * K + k: the expert on every partition, times K
         nisa.dma_copy(dst=e_col, src=block_experts.ap([[0, P], [1, 1]], offset=bi))
         nisa.tensor_scalar(dst=e_base, data=e_col, op0=nl.multiply, operand0=float(kdim), op1=nl.add, operand1=part)
@@ -144,22 +124,16 @@ def blockwise_matmul_backward_kernel(dout, x, weight, token_ids, block_experts):
             row0 = bi * block + r0
             _gather_rows(idx, xs, x, token_ids, row0, n)
             nisa.dma_copy(dst=ds[0:n], src=dout[row0 : row0 + n, :])
-            for cn, (m0, mw) in enumerate(nchunks):
-                _transpose(dsT[0:mw, cn * P : cn * P + n], ds[0:n, m0 : m0 + mw], n, mw)
-            for k0, kw in _chunks(kdim, N_CHUNK):
+            transpose_groups(dsT, ds, nchunks, n)
+            for k0, kw in chunks(kdim, N_CHUNK):
                 ps = nl.ndarray((P, N_CHUNK), dtype=nl.float32, buffer=nl.psum)
-                for cn, (_m0, mw) in enumerate(nchunks):
-                    nisa.nc_matmul(
-                        dst=ps[0:n, 0:kw],
-                        stationary=dsT[0:mw, cn * P : cn * P + n],
-                        moving=wT[0:mw, cn * kdim + k0 : cn * kdim + k0 + kw],
-                    )
+                project(ps, dsT, wT, nchunks, n, kdim, k0, kw)
                 drows, _ = o_ring.next()
                 nisa.tensor_copy(dst=drows[0:n, 0:kw], src=ps[0:n, 0:kw])
                 _scatter_add(dx[:, k0 : k0 + kw], idx[0:n], drows[0:n, 0:kw])
             held.append((n, xs, ds))
         for k0, kw in kchunks:
-            for n0, nw in _chunks(ndim, N_CHUNK):
+            for n0, nw in chunks(ndim, N_CHUNK):
                 ps = nl.ndarray((P, N_CHUNK), dtype=nl.float32, buffer=nl.psum)
                 for n, xs, ds in held:
                     nisa.nc_matmul(dst=ps[0:kw, 0:nw], stationary=xs[0:n, k0 : k0 + kw], moving=ds[0:n, n0 : n0 + nw])
