@@ -56,8 +56,12 @@ def test_eager_blockwise_matmul_and_gradients(dtype):
     def run(device):
         ti, be = token_ids.to(device), block_experts.to(device)
         fn = blockwise_matmul if device == "neuron" else blockwise_matmul_plain
-        return run_with_grads(lambda x, w: fn(x, w, ti, be), (x if device == "neuron" else x.float(),
-                                                               w if device == "neuron" else w.float()), (dout,), device)
+        return run_with_grads(
+            lambda x, w: fn(x, w, ti, be),
+            (x if device == "neuron" else x.float(), w if device == "neuron" else w.float()),
+            (dout,),
+            device,
+        )
 
     (out,), (dx, dw) = run("neuron")
     (ref,), (rdx, rdw) = run("cpu")
@@ -80,7 +84,7 @@ def test_compiled_moe_layer(strict):
 
     got = torch.compile(layer, backend="neuron", dynamic=False)(x.to("neuron"), logits.to("neuron"), w.to("neuron"))
     weights, ids = router_topk_plain(logits, 2, "softmax", True)
-    expected = sum(weights[:, j:j + 1] * torch.einsum("tk,tkn->tn", x, w[ids[:, j].long()]) for j in range(2))
+    expected = sum(weights[:, j : j + 1] * torch.einsum("tk,tkn->tn", x, w[ids[:, j].long()]) for j in range(2))
     assert_close(got.cpu(), expected, torch.float32)
     assert "nki::blockwise_matmul_kernel" in torch_neuronx.get_executed_ops()
 

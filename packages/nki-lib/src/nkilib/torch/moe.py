@@ -77,16 +77,19 @@ def router_topk(logits: torch.Tensor, k: int, gating: str = "softmax", normalize
 
 
 @nki_op("nkilib::blockwise_matmul", mutates_args=())
-def blockwise_matmul_op(x: torch.Tensor, weight: torch.Tensor, token_ids: torch.Tensor,
-                        block_experts: torch.Tensor) -> torch.Tensor:
+def blockwise_matmul_op(
+    x: torch.Tensor, weight: torch.Tensor, token_ids: torch.Tensor, block_experts: torch.Tensor
+) -> torch.Tensor:
     return blockwise_forward(x.contiguous(), weight.contiguous(), token_ids.contiguous(), block_experts.contiguous())
 
 
 @nki_op("nkilib::blockwise_matmul_backward", mutates_args=())
-def blockwise_matmul_backward_op(dout: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, token_ids: torch.Tensor,
-                                 block_experts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    dx, dw = blockwise_backward(dout.contiguous(), x.contiguous(), weight.contiguous(), token_ids.contiguous(),
-                                           block_experts.contiguous())
+def blockwise_matmul_backward_op(
+    dout: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, token_ids: torch.Tensor, block_experts: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    dx, dw = blockwise_backward(
+        dout.contiguous(), x.contiguous(), weight.contiguous(), token_ids.contiguous(), block_experts.contiguous()
+    )
     return dx.to(x.dtype), dw.to(weight.dtype)
 
 
