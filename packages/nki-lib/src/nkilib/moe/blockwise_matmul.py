@@ -41,15 +41,28 @@ def blockwise_matmul_kernel(x, weight, token_ids, block_experts):
     w_ring = Ring(2, ((P, len(kchunks) * ndim), weight.dtype), ((1, 1), nl.int32))
     x_ring = Ring(2, ((P, 1), nl.int32), ((P, kdim), x.dtype), ((P, len(kchunks) * P), x.dtype))
     o_ring = Ring(2, ((P, N_CHUNK), x.dtype))
-    for bi in range(nblocks):
-        wt, expert = w_ring.next()
-        _load_expert(wt, expert, weight, block_experts, bi, kchunks, ndim)
-        for r0, n in row_tiles(block):
-            idx, xs, xT = x_ring.next()
-            row0 = bi * block + r0
-            _gather_rows(idx, xs, x, token_ids, row0, n)
-            transpose_groups(xT, xs, kchunks, n)
-            project_out(out, row0, xT, wt, kchunks, n, ndim, o_ring, store)
+    # (block, first row, rows) of every 128-row tile; tile i + 1's rows are gathered and
+    # transposed before tile i's matmuls, so VectorE copies its x^T out of PSUM while TensorE
+    # multiplies (TensorE runs in order: otherwise each tile's matmuls wait for its own copies)
+    work = [(bi, bi * block + r0, n) for bi in range(nblocks) for r0, n in row_tiles(block)]
+
+    def prepare(bi, row0, n):
+        idx, xs, xT = x_ring.next()
+        _gather_rows(idx, xs, x, token_ids, row0, n)
+        transpose_groups(xT, xs, kchunks, n)
+        return xT
+
+    weights = {}
+    pending = prepare(*work[0])
+    for i, (bi, row0, n) in enumerate(work):
+        if bi not in weights:
+            wt, expert = w_ring.next()
+            _load_expert(wt, expert, weight, block_experts, bi, kchunks, ndim)
+            weights = {bi: wt}
+        xT = pending
+        if i + 1 < len(work):
+            pending = prepare(*work[i + 1])
+        project_out(out, row0, xT, weights[bi], kchunks, n, ndim, o_ring, store)
     return out
 
 
