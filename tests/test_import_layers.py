@@ -1,6 +1,6 @@
 """The import graph of the monorepo's packages follows their layering.
 
-* Packages depend downward only: neuron_sim < nki < neuronxcc < neuron_explorer < torch_neuronx.
+* Packages depend downward only: neuron_sim < nki < neuronxcc < neuron_explorer < torch_neuronx < vllm_neuron.
 * Inside torch_neuronx, layers depend downward only (``TORCH_NEURONX_LAYERS``): the device layer
   imports nothing above it, the execution API only the device layer, and so on.
 * No package imports another package's underscore names (its private modules or names).
@@ -22,13 +22,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE_ORDER = ["neuron_sim", "nki", "neuronxcc", "neuron_explorer", "torch_neuronx"]
+PACKAGE_ORDER = ["neuron_sim", "nki", "neuronxcc", "neuron_explorer", "torch_neuronx", "vllm_neuron"]
 SOURCES = {
     "neuron_sim": ROOT / "packages/neuron-sim/src/neuron_sim",
     "nki": ROOT / "packages/nki/src/nki",
     "neuronxcc": ROOT / "packages/neuronx-cc/src/neuronxcc",
     "neuron_explorer": ROOT / "packages/neuron-explorer/src/neuron_explorer",
     "torch_neuronx": ROOT / "packages/torch-neuronx/src/torch_neuronx",
+    "vllm_neuron": ROOT / "packages/vllm-neuron/src/vllm_neuron",
 }
 # Layers of torch_neuronx, lowest first: a module may import modules of its own layer or below.
 TORCH_NEURONX_LAYERS = [

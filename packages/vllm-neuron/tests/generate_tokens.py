@@ -24,7 +24,7 @@ def hf_tokens(model_dir: str, prompts: list[str], max_tokens: int) -> list[list[
     for prompt in prompts:  # one at a time: no padding, the same positions vLLM uses
         ids = tok(prompt, return_tensors="pt").input_ids
         gen = model.generate(ids, max_new_tokens=max_tokens, do_sample=False, min_new_tokens=max_tokens)
-        out.append(gen[0, ids.shape[1]:].tolist())
+        out.append(gen[0, ids.shape[1] :].tolist())
     return out
 
 
@@ -45,13 +45,20 @@ def vllm_tokens(model_dir: str, batches: list[list[str]], max_tokens: int) -> di
     from vllm.platforms import current_platform
 
     cpu = current_platform.is_cpu()
-    llm = LLM(model=model_dir, dtype="float32", max_model_len=128, max_num_seqs=8, max_num_batched_tokens=128,
-              gpu_memory_utilization=0.05, seed=0, enforce_eager=cpu,
-              kv_cache_memory_bytes=64 << 20 if cpu else None)
+    llm = LLM(
+        model=model_dir,
+        dtype="float32",
+        max_model_len=128,
+        max_num_seqs=8,
+        max_num_batched_tokens=128,
+        gpu_memory_utilization=0.05,
+        seed=0,
+        enforce_eager=cpu,
+        kv_cache_memory_bytes=64 << 20 if cpu else None,
+    )
     params = SamplingParams(max_tokens=max_tokens, min_tokens=max_tokens, temperature=0)
     results = [[list(o.outputs[0].token_ids) for o in llm.generate(batch, params, use_tqdm=False)] for batch in batches]
-    return {"platform": type(current_platform).__name__, "batches": results,
-            "placement": llm.apply_model(placement)[0]}
+    return {"platform": type(current_platform).__name__, "batches": results, "placement": llm.apply_model(placement)[0]}
 
 
 def main() -> None:

@@ -26,8 +26,14 @@ BATCHES = [PROMPTS, [PROMPTS[2]]]
 
 def run(model_dir: Path, backend: str, **env: str) -> dict:
     full = {k: v for k, v in os.environ.items() if k not in ("VLLM_PLUGINS", "VLLM_TARGET_DEVICE")} | env
-    out = subprocess.run([sys.executable, str(HELPER), str(model_dir), backend, str(MAX_TOKENS)],
-                         input=json.dumps(BATCHES), env=full, capture_output=True, text=True, timeout=1200)
+    out = subprocess.run(
+        [sys.executable, str(HELPER), str(model_dir), backend, str(MAX_TOKENS)],
+        input=json.dumps(BATCHES),
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))

@@ -9,7 +9,6 @@ import sys
 from importlib.metadata import entry_points
 
 import pytest
-
 import vllm_neuron
 
 PROBE = (
@@ -63,7 +62,6 @@ def test_vllm_target_device_cpu_skips_out_of_tree_plugins():
 
 def test_platform_reports_the_neuron_device():
     import torch
-
     from vllm_neuron.platform import NeuronPlatform
 
     assert NeuronPlatform.get_device_total_memory(0) == torch.neuron.mem_get_info(0)[1]

@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-
 from vllm_neuron.attention import NeuronAttentionMetadata, paged_attention
 from vllm_neuron.kernels import compute_slot_mapping
 from vllm_neuron.model_runner import token_bucket
@@ -48,7 +47,7 @@ def test_slot_mapping_on_neuron():
 
 def reference_attention(q, k, v, scale):
     """Causal SDPA of a request's query tokens (the last len(q) positions) over its keys."""
-    s, h, d = k.shape[0], q.shape[1], q.shape[2]
+    s, h = k.shape[0], q.shape[1]
     k = k.repeat_interleave(h // k.shape[1], dim=1)
     v = v.repeat_interleave(h // v.shape[1], dim=1)
     scores = torch.einsum("thd,shd->hts", q, k) * scale
@@ -69,9 +68,12 @@ def test_paged_attention_matches_sdpa_for_mixed_prefill_and_decode():
     token_pos = torch.cat([torch.arange(s - n, s) for s, n in zip(seq_lens, query_lens)])
     dev = "neuron"
     meta = NeuronAttentionMetadata(
-        num_actual_tokens=q.shape[0], slot_mapping=torch.zeros(q.shape[0], dtype=torch.int64).to(dev),
-        token_req=token_req.to(dev), token_pos=token_pos.to(dev),
-        block_table=torch.tensor(tables, dtype=torch.int32).to(dev), num_write_tokens=q.shape[0],
+        num_actual_tokens=q.shape[0],
+        slot_mapping=torch.zeros(q.shape[0], dtype=torch.int64).to(dev),
+        token_req=token_req.to(dev),
+        token_pos=token_pos.to(dev),
+        block_table=torch.tensor(tables, dtype=torch.int32).to(dev),
+        num_write_tokens=q.shape[0],
     )
     scale = 1 / math.sqrt(dim)
     got = paged_attention(q.to(dev), key_cache.to(dev), value_cache.to(dev), meta, scale).cpu()
@@ -79,6 +81,7 @@ def test_paged_attention_matches_sdpa_for_mixed_prefill_and_decode():
     for table, s, n in zip(tables, seq_lens, query_lens):
         k = key_cache[table].reshape(-1, kv_heads, dim)[:s]
         v = value_cache[table].reshape(-1, kv_heads, dim)[:s]
-        torch.testing.assert_close(got[start:start + n], reference_attention(q[start:start + n], k, v, scale),
-                                   rtol=2e-5, atol=2e-5)
+        torch.testing.assert_close(
+            got[start : start + n], reference_attention(q[start : start + n], k, v, scale), rtol=2e-5, atol=2e-5
+        )
         start += n

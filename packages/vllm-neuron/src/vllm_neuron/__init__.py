@@ -12,6 +12,9 @@ Both are called by vLLM in each of its processes, so they are cheap and idempote
 
 from __future__ import annotations
 
+import torch
+import torch_neuronx  # noqa: F401  (registers the neuron device and torch.neuron)
+
 __version__ = "0.1.0+sim"
 
 PLATFORM = "vllm_neuron.platform.NeuronPlatform"
@@ -20,12 +23,7 @@ ATTENTION_BACKEND = "vllm_neuron.attention.NeuronAttentionBackend"
 
 
 def neuron_device_count() -> int:
-    """Visible neuron devices; 0 when torch-neuronx cannot be imported (no device to offer)."""
-    try:
-        import torch
-        import torch_neuronx  # noqa: F401  (registers torch.neuron)
-    except ImportError:
-        return 0
+    """Visible neuron devices (NEURON_RT_VISIBLE_CORES)."""
     return torch.neuron.device_count()
 
 

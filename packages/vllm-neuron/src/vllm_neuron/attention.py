@@ -85,8 +85,9 @@ class NeuronAttentionMetadataBuilder(AttentionMetadataBuilder[NeuronAttentionMet
         super().__init__(kv_cache_spec, layer_names, vllm_config, device)
         self.block_size = kv_cache_spec.block_size
 
-    def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata,
-              fast_build: bool = False) -> NeuronAttentionMetadata:
+    def build(
+        self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata, fast_build: bool = False
+    ) -> NeuronAttentionMetadata:
         m = common_attn_metadata
         num_reqs, num_tokens = m.num_reqs, m.num_actual_tokens
         query_start = m.query_start_loc_cpu[: num_reqs + 1].numpy()
@@ -117,8 +118,9 @@ class NeuronAttentionMetadataBuilder(AttentionMetadataBuilder[NeuronAttentionMet
         )
 
 
-def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
-                    meta: NeuronAttentionMetadata, scale: float) -> torch.Tensor:
+def paged_attention(
+    query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, meta: NeuronAttentionMetadata, scale: float
+) -> torch.Tensor:
     """Causal attention of each query token over its request's cached keys.
 
     query [T, H, D]; key_cache / value_cache [num_blocks, block_size, Hkv, D]. Returns [T, H, D].
@@ -144,14 +146,26 @@ def paged_attention(query: torch.Tensor, key_cache: torch.Tensor, value_cache: t
 
 
 class NeuronAttentionImpl(AttentionImpl[NeuronAttentionMetadata]):
-    def __init__(self, num_heads: int, head_size: int, scale: float, num_kv_heads: int | None = None,
-                 alibi_slopes: list[float] | None = None, sliding_window: int | None = None,
-                 kv_cache_dtype: str = "auto", logits_soft_cap: float | None = None,
-                 attn_type: str = AttentionType.DECODER, kv_sharing_target_layer_name: str | None = None,
-                 sinks: torch.Tensor | None = None) -> None:
+    def __init__(
+        self,
+        num_heads: int,
+        head_size: int,
+        scale: float,
+        num_kv_heads: int | None = None,
+        alibi_slopes: list[float] | None = None,
+        sliding_window: int | None = None,
+        kv_cache_dtype: str = "auto",
+        logits_soft_cap: float | None = None,
+        attn_type: str = AttentionType.DECODER,
+        kv_sharing_target_layer_name: str | None = None,
+        sinks: torch.Tensor | None = None,
+    ) -> None:
         unsupported = {
-            "alibi_slopes": alibi_slopes, "sliding_window": sliding_window, "logits_soft_cap": logits_soft_cap,
-            "kv_sharing_target_layer_name": kv_sharing_target_layer_name, "sinks": sinks,
+            "alibi_slopes": alibi_slopes,
+            "sliding_window": sliding_window,
+            "logits_soft_cap": logits_soft_cap,
+            "kv_sharing_target_layer_name": kv_sharing_target_layer_name,
+            "sinks": sinks,
         }
         for name, value in unsupported.items():
             if value is not None:
@@ -171,8 +185,9 @@ class NeuronAttentionImpl(AttentionImpl[NeuronAttentionMetadata]):
         blocks = kv_cache.permute(0, 2, 1, 3)
         return blocks[..., : self.head_size], blocks[..., self.head_size :]
 
-    def do_kv_cache_update(self, layer: AttentionLayer, key: torch.Tensor, value: torch.Tensor,
-                           kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
+    def do_kv_cache_update(
+        self, layer: AttentionLayer, key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor
+    ) -> None:
         if kv_cache.numel() == 0:
             return
         num_blocks, _, block_size, _ = kv_cache.shape
@@ -185,9 +200,18 @@ class NeuronAttentionImpl(AttentionImpl[NeuronAttentionMetadata]):
         new = torch.cat([key[:n], value[:n]], dim=-1).to(rows.dtype)
         rows.index_copy_(0, slot_mapping[:n].to(torch.int64), new)
 
-    def forward(self, layer: AttentionLayer, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                kv_cache: torch.Tensor, attn_metadata: NeuronAttentionMetadata | None, output: torch.Tensor,
-                output_scale: torch.Tensor | None = None, output_block_scale: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        layer: AttentionLayer,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        kv_cache: torch.Tensor,
+        attn_metadata: NeuronAttentionMetadata | None,
+        output: torch.Tensor,
+        output_scale: torch.Tensor | None = None,
+        output_block_scale: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         if output_scale is not None or output_block_scale is not None:
             raise NotImplementedError("[vllm_neuron.attention] fused output quantization is not supported")
         if attn_metadata is None:  # profiling run: no cache yet

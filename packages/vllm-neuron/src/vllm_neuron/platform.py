@@ -18,6 +18,7 @@ from vllm.platforms.cpu import CpuPlatform
 from vllm.platforms.interface import Platform, PlatformEnum
 
 from . import ATTENTION_BACKEND, ATTENTION_BACKEND_NAME
+from .kernels import OVERRIDES as KERNEL_OVERRIDES
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -78,11 +79,10 @@ class NeuronPlatform(Platform):
 
     @classmethod
     def register_triton_kernel_overrides(cls) -> None:
+        # Lazy: vllm.triton_utils reads current_platform, which is resolving while this loads.
         from vllm.triton_utils.dispatcher import register_kernels
 
-        from .kernels import OVERRIDES
-
-        register_kernels(OVERRIDES)
+        register_kernels(KERNEL_OVERRIDES)
 
     @classmethod
     def get_device_name(cls, device_id: int = 0) -> str:
@@ -133,8 +133,9 @@ class NeuronPlatform(Platform):
                 f"(use_mla={attn_selector_config.use_mla}, use_sparse={attn_selector_config.use_sparse})"
             )
         if selected_backend is not None and selected_backend.name != ATTENTION_BACKEND_NAME:
-            logger.info("Attention backend %s is not available on neuron; using %s.", selected_backend.name,
-                        ATTENTION_BACKEND_NAME)
+            logger.info(
+                "Attention backend %s is not available on neuron; using %s.", selected_backend.name, ATTENTION_BACKEND_NAME
+            )
         return ATTENTION_BACKEND
 
     @classmethod
@@ -185,8 +186,7 @@ class NeuronPlatform(Platform):
         # torch.compile(backend="neuron") with shape buckets is issue 19's next step; until then
         # the model runs op by op (eager: each ATen op a cached NEFF on the simulated core).
         if compilation_config.mode != CompilationMode.NONE:
-            logger.info("vllm-neuron runs the model eagerly on neuron (compilation mode %s -> NONE).",
-                        compilation_config.mode)
+            logger.info("vllm-neuron runs the model eagerly on neuron (compilation mode %s -> NONE).", compilation_config.mode)
         compilation_config.mode = CompilationMode.NONE
         compilation_config.cudagraph_mode = CUDAGraphMode.NONE
         compilation_config.cudagraph_capture_sizes = []

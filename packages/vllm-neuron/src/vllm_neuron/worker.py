@@ -42,8 +42,9 @@ def kv_cache_bytes(total: int, utilization: float, non_kv: int, cap: int | None 
 class NeuronWorker(Worker):
     model_runner: NeuronModelRunner
 
-    def __init__(self, vllm_config: VllmConfig, local_rank: int, rank: int, distributed_init_method: str,
-                 is_driver_worker: bool = False) -> None:
+    def __init__(
+        self, vllm_config: VllmConfig, local_rank: int, rank: int, distributed_init_method: str, is_driver_worker: bool = False
+    ) -> None:
         super().__init__(vllm_config, local_rank, rank, distributed_init_method, is_driver_worker=is_driver_worker)
         self.parallel_config.disable_custom_all_reduce = True
 
@@ -83,7 +84,10 @@ class NeuronWorker(Worker):
         size = kv_cache_bytes(total, self.cache_config.gpu_memory_utilization, non_kv, self.model_runner.kv_cache_cap_bytes())
         logger.info(
             "neuron KV cache: %s GiB (simulated HBM %s GiB, utilization %.2f, model+activations %s GiB).",
-            format_gib(size), format_gib(total), self.cache_config.gpu_memory_utilization, format_gib(non_kv),
+            format_gib(size),
+            format_gib(total),
+            self.cache_config.gpu_memory_utilization,
+            format_gib(non_kv),
         )
         return size
 
@@ -91,5 +95,6 @@ class NeuronWorker(Worker):
         # The model runs eagerly (see NeuronPlatform.check_and_update_config): nothing to compile
         # ahead; each op's NEFF is compiled on first use and cached on disk.
         set_random_seed(self.model_config.seed)
-        return CompilationTimes(language_model=self.compilation_config.compilation_time,
-                                encoder=self.compilation_config.encoder_compilation_time)
+        return CompilationTimes(
+            language_model=self.compilation_config.compilation_time, encoder=self.compilation_config.encoder_compilation_time
+        )
