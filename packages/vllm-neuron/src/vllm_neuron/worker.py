@@ -82,12 +82,13 @@ class NeuronWorker(Worker):
         peak = torch.neuron.max_memory_allocated(self.device)
         non_kv = (total - free) + max(0, peak - torch.neuron.memory_allocated(self.device))
         size = kv_cache_bytes(total, self.cache_config.gpu_memory_utilization, non_kv, self.model_runner.kv_cache_cap_bytes())
+        mib = 1 << 20
         logger.info(
-            "neuron KV cache: %s GiB (simulated HBM %s GiB, utilization %.2f, model+activations %s GiB).",
-            format_gib(size),
-            format_gib(total),
+            "neuron KV cache: %.1f MiB (simulated HBM %.0f MiB, utilization %.2f, model+activations %.1f MiB).",
+            size / mib,
+            total / mib,
             self.cache_config.gpu_memory_utilization,
-            format_gib(non_kv),
+            non_kv / mib,
         )
         return size
 
