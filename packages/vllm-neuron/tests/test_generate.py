@@ -74,7 +74,7 @@ def test_greedy_tokens_equal_hf_generate(neuron_result, hf_reference):
 
 def test_greedy_tokens_equal_vllm_cpu_platform(neuron_result, tiny_models, arch):
     if arch != "llama":
-        pytest.skip("vLLM's CPU platform is compared on the Llama model only (about 2 minutes a model on 2 cores)")
+        pytest.skip("vLLM's CPU platform is compared on the Llama model only (bounds the suite's time)")
     cpu = run(tiny_models(arch), "vllm", VLLM_TARGET_DEVICE="cpu")
     assert cpu["platform"] == "CpuPlatform"
     assert neuron_result["batches"] == cpu["batches"]
