@@ -20,7 +20,9 @@ PYTHON = "3.11"
 # Dependency order. A package appears here when its issue is worked on.
 PACKAGES = ["neuron-sim", "nki", "neuron-explorer", "neuronx-cc", "torch-neuronx", "nki-lib"]
 # expecttest: torch.testing._internal (PyTorch's own test utilities, used by tests/tools) imports it.
-TEST_DEPS = ["pytest>=8,<10", "hypothesis==6.170.17", "expecttest==0.3.0"]
+# transformers, accelerate: tests/tools/test_hf_sweep.py runs tools/hf_sweep.py on a few architectures
+# (accelerate is what from_pretrained(device_map=...) needs); test-only, so no package's install pulls them.
+TEST_DEPS = ["pytest>=8,<10", "hypothesis==6.170.17", "expecttest==0.3.0", "transformers==5.23.0", "accelerate==1.15.0"]
 # Packages whose tests need their ``[test]`` extra (neuron-explorer: Playwright for the UI tests, DuckDB for
 # the README's queries); installed in test sessions only.
 TEST_EXTRAS = {"neuron-explorer"}
