@@ -295,34 +295,40 @@ def _inputs(model, config, kind: str, auto: str) -> dict:
             batch["labels"] = torch.randint(3, vocab, (BATCH, SEQ - 2), generator=g)
         return batch
     if name == "pixel_values":
-        channels = getattr(config, "num_channels", 3)
-        size = getattr(config, "image_size", 32)
+        channels = _setting(config, ("num_channels",), 3)
+        size = _setting(config, ("image_size",), 32)
         size = size[0] if isinstance(size, (list, tuple)) else size
         return {
             "pixel_values": torch.randn(BATCH, channels, size, size, generator=g),
             "labels": torch.randint(0, 2, (BATCH,), generator=g),
         }
     if name == "input_features":
-        bins = next(
-            (
-                getattr(config, k)
-                for k in ("num_mel_bins", "feature_size", "input_feat_per_channel")
-                if isinstance(getattr(config, k, None), int)
-            ),
-            16,
-        )
-        frames = 2 * config.max_source_positions if isinstance(getattr(config, "max_source_positions", None), int) else 64
+        bins = _setting(config, ("num_mel_bins", "feature_size", "input_feat_per_channel"), 16)
+        positions = _setting(config, ("max_source_positions",), None)
+        frames = 2 * positions if positions else 64
         features = torch.randn(BATCH, bins, frames, generator=g)
         if getattr(config, "model_type", "") == "speech_to_text":
             features = features.transpose(1, 2).contiguous()  # (batch, frames, features)
         batch = {"input_features": features}
-        vocab = getattr(config, "vocab_size", None)
-        if isinstance(vocab, int):
+        vocab = _setting(config, ("vocab_size",), None)
+        if vocab:
             batch["labels"] = torch.randint(3, vocab, (BATCH, SEQ - 2), generator=g)
         return batch
     if name == "input_values":
         return {"input_values": torch.randn(BATCH, SAMPLES, generator=g)}
     raise ValueError(f"no inputs for main input {name!r} of {type(model).__name__}")
+
+
+def _setting(config, keys: tuple[str, ...], default):
+    """The first of ``keys`` that ``config`` or one of its sub-configs (an encoder's, an audio or
+    vision tower's) sets to an int."""
+    configs = [config, *(v for v in vars(config).values() if hasattr(v, "to_dict") and hasattr(v, "model_type"))]
+    for key in keys:
+        for c in configs:
+            value = getattr(c, key, None)
+            if isinstance(value, int) and not isinstance(value, bool) or isinstance(value, (list, tuple)) and value:
+                return value
+    return default
 
 
 def _to(batch: dict, device: str) -> dict:
@@ -622,6 +628,13 @@ def render(rows: dict[str, dict], info: dict) -> str:
     ]
     if info.get("note"):
         out += [info["note"], ""]
+    missing = [arch for arch in info.get("selected", []) if arch not in rows]
+    if missing:
+        out += [
+            f"{len(rows)} of the {len(info['selected'])} architectures selected have rows; not run yet "
+            f"(the sweep resumes with them): {', '.join(missing)}.",
+            "",
+        ]
     out += ["## Totals", "", "| kind | architectures | " + " | ".join(STAGES) + " |", "|---|---:|" + "---:|" * len(STAGES)]
     for kind in [*kinds, None]:
         members = [r for r in ordered if kind is None or r["kind"] == kind]
@@ -761,6 +774,7 @@ def main(argv: list[str] | None = None) -> int:
         timeout=args.timeout,
         memory_gb=args.memory_gb,
         note=args.note,
+        selected=[t for t, _, _ in _interleaved(selected)],
     )
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, "w", encoding="utf-8") as f:

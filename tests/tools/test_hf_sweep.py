@@ -100,12 +100,22 @@ def test_page_totals_causes_and_fallback_counts():
         "d": _row("d", "vision", build=("error", "TypeError: no config")),
     }
     page = hf_sweep.render(
-        rows, dict(command="python tools/hf_sweep.py", commit="abc", transformers="5", torch="2", timeout=60, memory_gb=8)
+        rows,
+        dict(
+            command="python tools/hf_sweep.py",
+            commit="abc",
+            transformers="5",
+            torch="2",
+            timeout=60,
+            memory_gb=8,
+            selected=["a", "b", "c", "d", "e"],
+        ),
     )
     assert "| **all** | 4 | 3 / 4 | 3 / 3 | 1 / 3 | 0 / 1 | - | 1 / 1 | 1 / 1 |" in page
     assert "| 2 | forward: error: NotImplementedError: histc for 'Int' size N | a, b |" in page
     assert "| 1 | backward: mismatch: w: mismatch | c |" in page
     assert "| `aten::topk` | 2 |" in page
+    assert "4 of the 5 architectures selected have rows; not run yet (the sweep resumes with them): e." in page
     assert "| c | encoder |" in page and "| d | vision |" in page
 
 
