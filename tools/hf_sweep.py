@@ -595,15 +595,11 @@ SHOWN = {
 }
 
 
+FAILED = ("mismatch", "error", "timeout", "crashed")
+
+
 def first_failure(row: dict) -> tuple[str, dict] | None:
-    return next(
-        (
-            (s, row["stages"][s])
-            for s in STAGES
-            if row["stages"].get(s, {}).get("status") in ("mismatch", "error", "timeout", "crashed")
-        ),
-        None,
-    )
+    return next(((s, row["stages"][s]) for s in STAGES if row["stages"].get(s, {}).get("status") in FAILED), None)
 
 
 def render(rows: dict[str, dict], info: dict) -> str:
@@ -623,7 +619,7 @@ def render(rows: dict[str, dict], info: dict) -> str:
         f"{FORWARD_TOL:g} / {GRAD_TOL:g} of the largest CPU value); generate: greedy, {NEW_TOKENS} new tokens, "
         'the tokens equal to CPU\'s; compile: `torch.compile(model, backend="neuron")` forward and backward '
         f"against eager neuron ({COMPILE_TOL:g} / {GRAD_TOL:g}). fallback: the ops whose `NeuronFallbackWarning` "
-        "the process saw. A stage after an error is not run (blank).",
+        "the process saw. A stage after an error is not run (blank); a stage after a mismatch is.",
         "",
     ]
     if info.get("note"):
@@ -644,16 +640,16 @@ def render(rows: dict[str, dict], info: dict) -> str:
             tried = [x for x in statuses if x != "n/a"]
             cells.append(f"{statuses.count('ok')} / {len(tried)}" if tried else "-")
         out.append(f"| {kind or '**all**'} | {len(members)} | " + " | ".join(cells) + " |")
-    out += ["", "Each cell: passed / run. An architecture that fails a stage runs no later stage.", ""]
+    out += ["", "Each cell: passed / run. An error, timeout or crash ends an architecture's run; a mismatch does not.", ""]
 
     causes: dict[str, list[str]] = collections.defaultdict(list)
     for r in ordered:
-        failed = first_failure(r)
-        if failed:
-            stage, result = failed
-            causes[f"{stage}: {result['status']}: {reason_key(result.get('message', ''))}"].append(r["arch"])
+        for stage in STAGES:
+            result = r["stages"].get(stage, {})
+            if result.get("status") in FAILED:
+                causes[f"{stage}: {result['status']}: {reason_key(result.get('message', ''))}"].append(r["arch"])
     out += [
-        f"## Failure causes ({len(causes)}; the first failing stage of each architecture, numbers as N)",
+        f"## Failure causes ({len(causes)}; every failed stage of every architecture, numbers in messages as N)",
         "",
         "| architectures | cause | which |",
         "|---:|---|---|",
