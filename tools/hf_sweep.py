@@ -236,7 +236,10 @@ class Row:
 
 
 def _error(err: BaseException) -> str:
-    text = next((line.strip() for line in str(err).splitlines() if line.strip()), "")
+    """The exception's type and first line; a first line that only introduces the cause (Dynamo's
+    "backend='neuron' raised:") is joined with the next."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    text = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else (lines[0] if lines else "")
     return f"{type(err).__name__}: {text}"[:400]
 
 
@@ -307,8 +310,6 @@ def _inputs(model, config, kind: str, auto: str) -> dict:
         positions = _setting(config, ("max_source_positions",), None)
         frames = 2 * positions if positions else 64
         features = torch.randn(BATCH, bins, frames, generator=g)
-        if getattr(config, "model_type", "") == "speech_to_text":
-            features = features.transpose(1, 2).contiguous()  # (batch, frames, features)
         batch = {"input_features": features}
         vocab = _setting(config, ("vocab_size",), None)
         if vocab:
@@ -393,7 +394,16 @@ def run_architecture(model_type: str, kind: str, auto: str, out_path: str, work_
         cpu = cls.from_pretrained(directory).eval()
         batch = _inputs(cpu, cpu.config, kind, auto)
         torch.manual_seed(0)
-        expected = cpu(**batch)
+        try:
+            expected = cpu(**batch)
+        except Exception:
+            if "input_features" not in batch:
+                raise
+            # (batch, features, frames) as whisper takes them did not run: (batch, frames, features)
+            # as speech_to_text and the conformer (parakeet) encoders take them.
+            batch["input_features"] = batch["input_features"].transpose(1, 2).contiguous()
+            torch.manual_seed(0)
+            expected = cpu(**batch)
         _loss(expected).backward()
         cpu_grads = _grads(cpu)
         row.set(stage, "ok")
@@ -406,7 +416,29 @@ def run_architecture(model_type: str, kind: str, auto: str, out_path: str, work_
             raise RuntimeError(f"device_map='neuron' left parameters on {sorted(placed)}")
         row.set(stage, "ok")
 
-        stage = "forward"
+    except BaseException as err:  # noqa: BLE001 - the failure is the finding
+        row.set(stage, "error", _error(err))
+        traceback.print_exc()
+        return
+    # Eager, then compiled: an eager error does not stop the compiled run, which is then compared
+    # with CPU instead of eager neuron.
+    eager_logits, eager_grads = _eager(row, cpu, dev, batch, expected, cpu_grads, auto)
+    if eager_grads is not None:
+        _compiled(row, dev, batch, eager_logits, eager_grads, against="eager")
+    else:
+        _compiled(row, dev, batch, [x.detach() for x in _tensors(_logits(expected))], cpu_grads, against="CPU")
+    row.data["reasons"] = {k: v.strip().splitlines()[0][:200] for k, v in torch_neuronx.get_fallback_reasons().items()}
+    row.write()
+
+
+def _eager(row: Row, cpu, dev, batch: dict, expected, cpu_grads: dict, auto: str):
+    """forward, backward, generate on neuron against CPU; (logits, gradients) of the eager run, or
+    None for what it did not reach."""
+    import torch
+
+    eager_logits = eager_grads = None
+    stage = "forward"
+    try:
         row.set(stage, "running")
         torch.manual_seed(0)
         actual = dev(**_to(batch, "neuron"))
@@ -443,8 +475,20 @@ def run_architecture(model_type: str, kind: str, auto: str, out_path: str, work_
                 row.set(stage, "mismatch", f"tokens {got[0].tolist()} != CPU {want[0].tolist()}")
             else:
                 row.set(stage, "ok")
+    except BaseException as err:  # noqa: BLE001 - the failure is the finding
+        row.set(stage, "error", _error(err))
+        traceback.print_exc()
+    return eager_logits, eager_grads
 
-        stage = "compile_forward"
+
+def _compiled(row: Row, dev, batch: dict, logits: list, grads: dict, against: str) -> None:
+    """torch.compile(backend="neuron") forward and backward against ``logits`` / ``grads`` (of
+    eager neuron, or of CPU where eager failed)."""
+    import torch
+
+    note = "" if against == "eager" else " (against CPU: eager failed)"
+    stage = "compile_forward"
+    try:
         row.set(stage, "running")
         dev.zero_grad(set_to_none=True)
         torch._dynamo.reset()
@@ -452,19 +496,17 @@ def run_architecture(model_type: str, kind: str, auto: str, out_path: str, work_
         torch.manual_seed(0)
         output = compiled(**_to(batch, "neuron"))
         torch.neuron.synchronize()
-        why = _mismatch(eager_logits, _logits(output), COMPILE_TOL)
-        row.set(stage, "mismatch" if why else "ok", why or "")
+        why = _mismatch(logits, _logits(output), COMPILE_TOL)
+        row.set(stage, "mismatch" if why else "ok", (why + note) if why else "")
 
         stage = "compile_backward"
         row.set(stage, "running")
         _loss(output).backward()
         torch.neuron.synchronize()
-        why = _grad_mismatch(eager_grads, _grads(dev), GRAD_TOL)
-        row.set(stage, "mismatch" if why else "ok", why or "")
-        row.data["reasons"] = {k: v.strip().splitlines()[0][:200] for k, v in torch_neuronx.get_fallback_reasons().items()}
-        row.write()
+        why = _grad_mismatch(grads, _grads(dev), GRAD_TOL)
+        row.set(stage, "mismatch" if why else "ok", (why + note) if why else "")
     except BaseException as err:  # noqa: BLE001 - the failure is the finding
-        row.set(stage, "error", _error(err))
+        row.set(stage, "error", _error(err) + note)
         traceback.print_exc()
 
 
@@ -619,7 +661,7 @@ def render(rows: dict[str, dict], info: dict) -> str:
         f"{FORWARD_TOL:g} / {GRAD_TOL:g} of the largest CPU value); generate: greedy, {NEW_TOKENS} new tokens, "
         'the tokens equal to CPU\'s; compile: `torch.compile(model, backend="neuron")` forward and backward '
         f"against eager neuron ({COMPILE_TOL:g} / {GRAD_TOL:g}). fallback: the ops whose `NeuronFallbackWarning` "
-        "the process saw. A stage after an error is not run (blank); a stage after a mismatch is.",
+        "the process saw. An eager error skips the rest of eager (blank) but not compile, which is then compared with CPU.",
         "",
     ]
     if info.get("note"):
@@ -640,7 +682,11 @@ def render(rows: dict[str, dict], info: dict) -> str:
             tried = [x for x in statuses if x != "n/a"]
             cells.append(f"{statuses.count('ok')} / {len(tried)}" if tried else "-")
         out.append(f"| {kind or '**all**'} | {len(members)} | " + " | ".join(cells) + " |")
-    out += ["", "Each cell: passed / run. An error, timeout or crash ends an architecture's run; a mismatch does not.", ""]
+    out += [
+        "",
+        "Each cell: passed / run. An error skips the later stages of its part (eager or compiled); a timeout or crash ends the architecture's run.",
+        "",
+    ]
 
     causes: dict[str, list[str]] = collections.defaultdict(list)
     for r in ordered:
