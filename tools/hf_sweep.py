@@ -197,6 +197,10 @@ def shrink(config: dict) -> dict:
         for key, value in list(out.items()):
             if key.endswith(("token_id", "token_index")) and isinstance(value, int) and value >= vocab:
                 out[key] = vocab - 1 - sorted(k for k in out if k.endswith(("token_id", "token_index"))).index(key)
+    if out.get("is_encoder_decoder") and "decoder_start_token_id" in out and out["decoder_start_token_id"] is None:
+        # A released checkpoint sets it; the default config of some (cohere_asr) does not.
+        start = next((out.get(k) for k in ("bos_token_id", "pad_token_id") if isinstance(out.get(k), int)), 0)
+        out["decoder_start_token_id"] = start
     if out.get("id2label"):
         out["id2label"] = {str(i): f"LABEL_{i}" for i in range(2)}
         out["label2id"] = {f"LABEL_{i}": i for i in range(2)}
@@ -661,7 +665,8 @@ def render(rows: dict[str, dict], info: dict) -> str:
         f"{FORWARD_TOL:g} / {GRAD_TOL:g} of the largest CPU value); generate: greedy, {NEW_TOKENS} new tokens, "
         'the tokens equal to CPU\'s; compile: `torch.compile(model, backend="neuron")` forward and backward '
         f"against eager neuron ({COMPILE_TOL:g} / {GRAD_TOL:g}). fallback: the ops whose `NeuronFallbackWarning` "
-        "the process saw. An eager error skips the rest of eager (blank) but not compile, which is then compared with CPU.",
+        "the process saw. A build failure is the sweep's (the generic shrinking made a config the model rejects, or "
+        "the model does not run on CPU with the sweep's inputs), not neuron's. An eager error skips the rest of eager (blank) but not compile, which is then compared with CPU.",
         "",
     ]
     if info.get("note"):

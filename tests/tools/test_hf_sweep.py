@@ -45,6 +45,8 @@ def test_shrink_caps_sizes_cuts_layer_lists_and_keeps_token_ids_in_the_vocabular
     }
     assert len(small["id2label"]) == 2 and small["hidden_act"] == "silu" and small["tie_word_embeddings"] is True
     assert config["hidden_size"] == 4096  # the input is left alone
+    seq2seq = hf_sweep.shrink({"is_encoder_decoder": True, "decoder_start_token_id": None, "pad_token_id": 1})
+    assert seq2seq["decoder_start_token_id"] == 1
 
 
 def test_every_kind_is_enumerated_once():
