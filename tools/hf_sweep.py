@@ -159,6 +159,7 @@ SMALL = {
     "feature_size": 16,
     "input_feat_per_channel": 16,
     "num_labels": 2,
+    "num_groups": 4,  # group norms over the small channel counts (bit)
 }
 # list-valued keys: every entry made small.
 SMALL_LISTS = {
@@ -197,10 +198,13 @@ def shrink(config: dict) -> dict:
         for key, value in list(out.items()):
             if key.endswith(("token_id", "token_index")) and isinstance(value, int) and value >= vocab:
                 out[key] = vocab - 1 - sorted(k for k in out if k.endswith(("token_id", "token_index"))).index(key)
-    if out.get("is_encoder_decoder") and "decoder_start_token_id" in out and out["decoder_start_token_id"] is None:
-        # A released checkpoint sets it; the default config of some (cohere_asr) does not.
-        start = next((out.get(k) for k in ("bos_token_id", "pad_token_id") if isinstance(out.get(k), int)), 0)
-        out["decoder_start_token_id"] = start
+    if out.get("is_encoder_decoder"):
+        # A released checkpoint sets them; the default config of some (cohere_asr, encoder-decoder) does not.
+        if out.get("pad_token_id", 0) is None:
+            out["pad_token_id"] = 0
+        if "decoder_start_token_id" in out and out["decoder_start_token_id"] is None:
+            start = next((out.get(k) for k in ("bos_token_id", "pad_token_id") if isinstance(out.get(k), int)), 0)
+            out["decoder_start_token_id"] = start
     if out.get("id2label"):
         out["id2label"] = {str(i): f"LABEL_{i}" for i in range(2)}
         out["label2id"] = {f"LABEL_{i}": i for i in range(2)}
