@@ -200,7 +200,7 @@ def shrink(config: dict) -> dict:
                 out[key] = vocab - 1 - sorted(k for k in out if k.endswith(("token_id", "token_index"))).index(key)
     if out.get("is_encoder_decoder"):
         # A released checkpoint sets them; the default config of some (cohere_asr, encoder-decoder) does not.
-        if out.get("pad_token_id", 0) is None:
+        if out.get("pad_token_id") is None:
             out["pad_token_id"] = 0
         if "decoder_start_token_id" in out and out["decoder_start_token_id"] is None:
             start = next((out.get(k) for k in ("bos_token_id", "pad_token_id") if isinstance(out.get(k), int)), 0)
