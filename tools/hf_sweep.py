@@ -340,6 +340,18 @@ def _setting(config, keys: tuple[str, ...], default):
     return default
 
 
+def _other_layout(batch: dict) -> dict | None:
+    """The batch in the other layout some models of a task take, when CPU rejected the first:
+    (batch, frames, features) as speech_to_text and the conformer (parakeet) encoders take them,
+    not whisper's (batch, features, frames); labels as long as the inputs for a seq2seq model
+    that shifts its inputs, not its labels, into the decoder (fsmt)."""
+    if "input_features" in batch:
+        return {**batch, "input_features": batch["input_features"].transpose(1, 2).contiguous()}
+    if "input_ids" in batch and "labels" in batch and batch["labels"].shape != batch["input_ids"].shape:
+        return {**batch, "labels": batch["input_ids"].clone()}
+    return None
+
+
 def _to(batch: dict, device: str) -> dict:
     return {k: v.to(device) for k, v in batch.items()}
 
@@ -405,11 +417,9 @@ def run_architecture(model_type: str, kind: str, auto: str, out_path: str, work_
         try:
             expected = cpu(**batch)
         except Exception:
-            if "input_features" not in batch:
+            batch = _other_layout(batch)
+            if batch is None:
                 raise
-            # (batch, features, frames) as whisper takes them did not run: (batch, frames, features)
-            # as speech_to_text and the conformer (parakeet) encoders take them.
-            batch["input_features"] = batch["input_features"].transpose(1, 2).contiguous()
             torch.manual_seed(0)
             expected = cpu(**batch)
         _loss(expected).backward()
