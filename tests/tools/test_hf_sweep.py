@@ -154,3 +154,13 @@ def test_subset_matches_cpu_eager_and_compiled_and_resumes(tmp_path):
     text = open(page, encoding="utf-8").read()
     assert "| **all** | 3 | 3 / 3 | 3 / 3 | 3 / 3 | 3 / 3 | 2 / 2 | 3 / 3 | 3 / 3 |" in text
     assert "`python tools/hf_sweep.py --only llama,gpt2,bert" in text
+
+
+def test_the_other_input_layout_a_task_takes():
+    import torch
+
+    features = torch.randn(2, 16, 32)
+    assert hf_sweep._other_layout({"input_features": features})["input_features"].shape == (2, 32, 16)
+    ids = torch.arange(16).reshape(2, 8)
+    assert torch.equal(hf_sweep._other_layout({"input_ids": ids, "labels": ids[:, :6]})["labels"], ids)
+    assert hf_sweep._other_layout({"input_ids": ids, "labels": ids}) is None
