@@ -296,7 +296,10 @@ def _inputs(model, config, kind: str, auto: str) -> dict:
     g = torch.Generator().manual_seed(0)
     name = model.main_input_name
     if name == "input_ids":
-        vocab = model.get_input_embeddings().num_embeddings
+        try:
+            vocab = model.get_input_embeddings().num_embeddings
+        except NotImplementedError:  # a composite model (dia) that leaves it to its parts
+            vocab = _setting(config, ("vocab_size",), SMALL["vocab_size"])
         ids = torch.randint(3, vocab, (BATCH, SEQ), generator=g)
         batch = {"input_ids": ids}
         # Seq2seq-LM mappings also hold decoder-only models (audio LMs): their labels are the ids.
