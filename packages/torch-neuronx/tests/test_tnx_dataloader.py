@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from tnx_helpers import assert_equal
+from tnx_helpers import assert_equal, run_python
 from torch.utils.data import DataLoader, TensorDataset
 
 
@@ -35,3 +35,16 @@ def test_dataloader_default_pin_device_and_workers():
     batches = [b[0] for b in loader]
     assert all(b.is_pinned() for b in batches)
     assert torch.cat(batches).to("neuron").shape == (16, 3)
+
+
+def test_the_host_allocator_is_registered_for_the_device_type():
+    """torch asks for the PrivateUse1 host allocator by device type: empty_host_cache crashed the
+    process (vLLM calls it at shutdown) while none was registered."""
+    proc = run_python("""
+        import torch, torch_neuronx
+        assert float(torch.ones(3, device="neuron").sum()) == 3.0  # the device in use: the crash needed it
+        pinned = torch.ones(4096).pin_memory()
+        torch.accelerator.empty_host_cache()  # caches nothing: the pinned tensor stays valid
+        print(pinned.is_pinned(), float(pinned.sum()))
+    """)
+    assert proc.stdout.split() == ["True", "4096.0"]
