@@ -24,17 +24,15 @@ under the eager fallback.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
-import pkgutil
 import warnings
 
 import torch
 from neuronxcc.compiler import INEXACT_INTEGER
 from neuronxcc.frontend.fx import sdpa_math
 
-from . import metrics
+from . import metrics, opaque
 from .decompositions import decompositions
 from .errors import NeuronCompileError, NeuronDynamicShapeError
 from .kernel_calls import GraphWithKernels, has_kernel_calls
@@ -43,6 +41,7 @@ from .runtime import CompiledGraph
 FALLBACK_ENV = "TORCH_NEURONX_COMPILE_FALLBACK"
 _FALLBACKS = ("error", "eager")
 _graph_ids = itertools.count()
+opaque.register_when_dynamo_loads()
 
 
 class NeuronCompileFallbackWarning(UserWarning):
@@ -66,43 +65,12 @@ def _is_dynamic(example_inputs) -> bool:
     return False
 
 
-# The device's own machinery, which dynamo must never trace. Eager neuron ops that run inside a
-# compiled frame (around its graphs, or after a graph break) call our Python kernels while
-# dynamo's frame hook is set, and dynamo then compiled *those* frames: an out= tensor resized
-# after a compiled graph traced the eager op build, which called the compiled function again
-# (RecursionError). PyTorch's own dispatcher code is in dynamo's skip list for the same reason.
-_NOT_TRACED = ("torch_neuronx.device", "torch_neuronx.execution", "torch_neuronx.ops", "torch_neuronx.compiled",
-               "torch_neuronx.kernels", "torch_neuronx.nki_integration", "torch_neuronx.dynamo.runtime",
-               "torch_neuronx.dynamo.graph_cache", "torch_neuronx.dynamo.lowering", "torch_neuronx.dynamo.partition",
-               "torch_neuronx.dynamo.host_operands", "torch_neuronx.dynamo.metrics", "neuron_sim", "nki", "neuronxcc",
-               "torch_mlir")
-_not_traced_registered = False
-
-
-def _register_not_traced() -> None:
-    global _not_traced_registered
-    if _not_traced_registered:
-        return
-    from torch._dynamo import trace_rules
-
-    for name in _NOT_TRACED:
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.origin is None and spec.submodule_search_locations:
-            # A namespace package (no __init__.py): dynamo skips by module file, so name each module.
-            for info in pkgutil.iter_modules(spec.submodule_search_locations):
-                trace_rules.add(f"{name}.{info.name}")
-        else:
-            trace_rules.add(name)
-    _not_traced_registered = True
-
-
 def neuron_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None, **_ignored):
     """The dynamo backend. Returns the compiled callable for ``gm``."""
     # dynamo's own modules load with the first compile, not with ``import torch``'s autoload.
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
-    _register_not_traced()
 
     options = dict(options or {})
     unknown = set(options) - {"fallback"}
