@@ -50,6 +50,30 @@ def test_slice_scatter_of_an_empty_slice_is_a_copy():
     assert torch.equal(got, x)
 
 
+@pytest.mark.parametrize("shape, dim, start, end", [
+    ((2, 5), 1, 1, END),          # Transformers' shift_tokens_right: labels[:, 1:] = labels[:, :-1]
+    ((2, 5), 1, 0, 4),            # the other end
+    ((3, 7, 2), 1, 2, 5),         # the middle: both ends kept
+    ((4, 3), 0, 0, END),          # the whole dim: src itself
+    ((1, 130), -1, 129, END),     # size-1 dims, past a partition
+])
+def test_a_contiguous_slice_scatter_is_a_concatenation(shape, dim, start, end):
+    """No scatter, so integers move exactly: an int64 past 2**24 (a scatter moves values through fp32)."""
+    x = torch.randint(-2**62, 2**62, shape)
+    src_shape = list(shape)
+    src_shape[dim] = len(range(*slice(start, end).indices(shape[dim])))
+    src = torch.randint(-2**62, 2**62, src_shape)
+
+    def fn(x, src):
+        return torch.ops.aten.slice_scatter(x, src, dim, start, end)
+
+    gm = make_fx(fn, decomposition_table=decompositions(), tracing_mode="fake")(x, src)
+    graph = from_fx(gm)
+    assert "scatter" not in {n.op for n in graph.nodes}, [n.op for n in graph.nodes]
+    (got,) = run_graph(graph, x, src)
+    assert torch.equal(torch.from_numpy(np.asarray(got)), fn(x, src))
+
+
 def test_slice_backward_of_a_rotary_half():
     """rotate_half's backward: two slices, one at a non-zero offset to the end, scattered back."""
     x = torch.randn(2, 3, 16, requires_grad=True)

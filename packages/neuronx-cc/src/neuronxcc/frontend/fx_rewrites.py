@@ -6,7 +6,9 @@ error (which eager mode answers with a CPU fallback, so CPU's own checks and err
   without clamping ``end`` to the dim. PyTorch writes "to the end" as ``end = 2**63 - 1`` (the
   backward of ``x[..., 8:]``, every functionalized ``x[:, 1:] = y``), so that loop pushed 2^63
   indices: the lowering grew until the kernel killed it. Bounds are normalized as PyTorch
-  normalizes them (negative from the end, clamped to the dim).
+  normalizes them (negative from the end, clamped to the dim). A contiguous one (step 1) becomes
+  a ``cat`` of ``self``'s two ends around ``src``: copies, where a scatter moves values through
+  fp32 (int64 labels shifted by t5/bart/whisper were refused as inexact).
 * ``clamp`` / ``clamp_min`` / ``clamp_max``: torch-mlir assumes the result has ``self``'s shape and
   dtype and broadcasts the bounds to ``self``; when tensor bounds broadcast ``self`` itself
   (``clamp_min(x[1], m[2])``) or bounds promote it (int ``self``, float bounds), building
@@ -269,8 +271,35 @@ def _bound_slice_scatter(graph, node) -> bool:
         node.replace_all_uses_with(copy)
         graph.erase_node(node)
         return True
+    if step == 1:
+        return _slice_scatter_as_cat(graph, node, dim, start, end, size)
     node.args = (node.args[0], node.args[1], dim, start, end, step)
     node.kwargs = {}
+    return True
+
+
+def _slice_scatter_as_cat(graph, node, dim: int, start: int, end: int, size: int) -> bool:
+    """A contiguous ``slice_scatter`` is ``cat(self[:start], src, self[end:])`` along ``dim``: data
+    movement the compiler lays out as copies, where torch-mlir's scatter computes an index per
+    element and moves the values through the engines' fp32 (an int64 scatter - Transformers'
+    ``shift_tokens_right`` of the labels in t5, bart, whisper - was refused as inexact)."""
+    import torch
+
+    aten = torch.ops.aten
+    self_node, src = node.args[0], node.args[1]
+    with graph.inserting_before(node):
+        if tuple(src.meta["val"].shape) != tuple(node.meta["val"].shape[:dim]) + (end - start,) + tuple(
+                node.meta["val"].shape[dim + 1:]):
+            src = _call(graph, aten.expand.default, (src, [*node.meta["val"].shape[:dim], end - start,
+                                                           *node.meta["val"].shape[dim + 1:]]), like=node)
+        parts = [_call(graph, aten.slice.Tensor, (self_node, dim, 0, start), like=node)] if start > 0 else []
+        parts.append(src)
+        if end < size:
+            parts.append(_call(graph, aten.slice.Tensor, (self_node, dim, end, size), like=node))
+        new = (_call(graph, aten.cat.default, (parts, dim), like=node) if len(parts) > 1
+               else _call(graph, aten.clone.default, (src,), like=node))
+    node.replace_all_uses_with(new)
+    graph.erase_node(node)
     return True
 
 
