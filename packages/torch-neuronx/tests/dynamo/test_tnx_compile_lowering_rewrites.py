@@ -1,12 +1,16 @@
 """Graphs torch-mlir lowered wrongly, refused or crashed on (fuzz findings), eager and compiled,
 against CPU: bool max/min, abs of unsigned, cumsum to 8-bit integers, negative advanced
-indices, fmod by a number, dim ops over 0-dim tensors, zero-size gathers."""
+indices, fmod by a number, dim ops over 0-dim tensors, zero-size gathers, int64 slice assignments."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
+import torch_neuronx
 from tnx_helpers import assert_equal
+from torch_neuronx.dynamo import NeuronCompileFallbackWarning
 
 N = "neuron"
 
@@ -77,3 +81,26 @@ def test_compiled_gather_over_a_size_0_dim_raises():
         x.gather(1, i)
     with pytest.raises(RuntimeError, match="every index is out of bounds"):
         compiled(lambda x, i: x.gather(1, i))(x.to(N), i.to(N))
+
+
+def _shift_tokens_right(labels, pad_token_id=0, start_token_id=2):
+    """As Transformers' t5 / bart / whisper make decoder inputs from the labels."""
+    shifted = labels.new_zeros(labels.shape)
+    shifted[:, 1:] = labels[:, :-1].clone()
+    shifted[:, 0] = start_token_id
+    return shifted.masked_fill_(shifted == -100, pad_token_id)
+
+
+@pytest.mark.parametrize("compile", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("shape", [(2, 5), (1, 1), (3, 130)])
+def test_slice_assignment_of_int64_labels_on_the_device(compile, shape):
+    """A contiguous slice assignment is copies, exact for any int64: it used to be a scatter through
+    fp32, refused as inexact (the compiled graph ran eagerly, the eager op fell back to CPU)."""
+    labels = torch.randint(-2**40, 2**40, shape)
+    labels[0, -1] = -100
+    torch_neuronx.clear_op_tracking()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NeuronCompileFallbackWarning)
+        got = (compiled if compile else (lambda f: f))(_shift_tokens_right)(labels.to(N))
+    assert_equal(got, _shift_tokens_right(labels))
+    assert "aten::slice_scatter" not in torch_neuronx.get_fallback_ops()
