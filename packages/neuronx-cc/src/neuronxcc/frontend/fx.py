@@ -32,7 +32,8 @@ import re
 
 from neuron_sim.graph import Graph
 
-from . import fx_amp, fx_convolution, fx_foreach, fx_fused_optimizers, fx_graph_ops, fx_pooling, fx_rewrites, pipeline
+from . import (fx_amp, fx_convolution, fx_foreach, fx_fused_optimizers, fx_graph_ops, fx_histc, fx_pooling, fx_rewrites,
+               pipeline)
 from .errors import MissingDependency, UnsupportedOp
 from .mlir import describe_location
 from .pipeline_worker import PipelineError
@@ -81,6 +82,7 @@ def decompositions() -> dict:
     table[aten.scatter_reduce.two] = _scatter_reduce
     table[aten.index_reduce.default] = _index_reduce
     table[aten.isinf.default] = _isinf
+    table[aten.histc.default] = fx_histc.histc  # integer inputs too, as CUDA's kernel takes them
     table[aten.native_layer_norm.default] = _layer_norm
     for op in (aten.index.Tensor, aten.index_put_.default, aten._index_put_impl_.default):
         table[op] = _byte_masks_as_bool(op)

@@ -11,6 +11,7 @@ from ..device.kernel_library import KernelLibrary
 from .batch_norm import native_batch_norm
 from .convolution import KERNELS as CONVOLUTION_KERNELS
 from .copies import copy_from, copy_from_and_resize, local_scalar_dense, resize_
+from .histc import histc
 from .multi_tensor import fused_optimizers_without_meta, meta_in_place_step, multi_tensor_kernel, multi_tensor_ops
 from .random import ops as random_ops
 from .random.draws import KERNELS as RANDOM_KERNELS
@@ -56,6 +57,7 @@ def _register_explicit(lib: torch.library.Library) -> None:
         # schema reads as if they were results only (what _native_batch_norm_legit_no_training calls)
         ("_native_batch_norm_legit", native_batch_norm),
         ("_local_scalar_dense", local_scalar_dense),
+        ("histc", histc),
     ]:
         lib.impl(name, fn, "PrivateUse1")
     random_ops.define()

@@ -29,7 +29,7 @@ NOT_META: set = set()  # ops with no meta kernel, or whose meta kernel returns n
 SYNC_OPS = {
     "aten::_local_scalar_dense", "aten::nonzero", "aten::nonzero_static", "aten::masked_select", "aten::unique",
     "aten::_unique", "aten::_unique2", "aten::unique_dim", "aten::unique_consecutive", "aten::equal", "aten::is_nonzero",
-    "aten::item", "aten::repeat_interleave", "aten::bincount", "aten::histc", "aten::allclose", "aten::is_set_to",
+    "aten::item", "aten::repeat_interleave", "aten::bincount", "aten::allclose", "aten::is_set_to",
     # The CPU kernel's auxiliary outputs (offset2bag, bag_size...) are not the shapes the meta
     # kernel predicts, so they cannot be preallocated: run at once and take the kernel's shapes.
     "aten::_embedding_bag", "aten::_embedding_bag_forward_only",

@@ -22,11 +22,15 @@ from .host import is_neuron
 # (a probe allocates host memory as large as the operands).
 PROBE_MAX_BYTES = 256 << 20
 
+# Ops CUDA's kernel computes over integer tensors and CPU's has no integer version of ("histogram_cpu"
+# not implemented for 'Int'): CPU checks the rest of the call over float32 stand-ins of those.
+CPU_LACKS_INTEGERS = {"aten::histc"}
 
-def stand_ins(args, kwargs, fill: int | None = None):
+
+def stand_ins(args, kwargs, fill: int | None = None, integers_as_float: bool = False):
     """``args, kwargs`` with each neuron tensor replaced by a CPU tensor of its shape, strides and
-    dtype (one per tensor object), holding ``fill`` (None: uninitialized), and neuron devices by
-    the CPU."""
+    dtype (one per tensor object; float32 for an integer one if ``integers_as_float``), holding
+    ``fill`` (None: uninitialized), and neuron devices by the CPU."""
     flat, spec = tree_flatten((args, kwargs))
     tensors = {id(x): x for x in flat if is_neuron(x)}
     # One CPU buffer per shared device storage, covering every tensor of it the call passes.
@@ -42,6 +46,8 @@ def stand_ins(args, kwargs, fill: int | None = None):
         made[i] = stand_in = typed.as_strided(t.size(), t.stride(), t.storage_offset())
         if fill is not None and stand_in.numel():
             stand_in.fill_(fill)
+        if integers_as_float and not (stand_in.is_floating_point() or stand_in.is_complex()):
+            made[i] = stand_in.to(torch.float32)
     out = []
     for x in flat:
         if is_neuron(x):
@@ -68,11 +74,12 @@ def probe(op, args, kwargs, result_bytes: int = 0):
     tensors = {id(x): x for x in tree_flatten((args, kwargs))[0] if is_neuron(x)}
     if result_bytes + sum(_storage_bytes(t) for t in tensors.values()) > PROBE_MAX_BYTES:
         return None
+    as_float = op._schema.name in CPU_LACKS_INTEGERS
     try:
-        cpu_args, cpu_kwargs = stand_ins(args, kwargs, fill=0)
+        cpu_args, cpu_kwargs = stand_ins(args, kwargs, fill=0, integers_as_float=as_float)
         result = op(*cpu_args, **cpu_kwargs)
     except Exception:  # noqa: BLE001 - the values may be what CPU refuses: try other ones
-        cpu_args, cpu_kwargs = stand_ins(args, kwargs, fill=1)
+        cpu_args, cpu_kwargs = stand_ins(args, kwargs, fill=1, integers_as_float=as_float)
         result = op(*cpu_args, **cpu_kwargs)  # CPU refuses these arguments whatever their values: its error
     return cpu_args, cpu_kwargs, result
 
