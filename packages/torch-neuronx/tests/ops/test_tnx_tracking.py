@@ -59,3 +59,37 @@ def test_warning_once_per_op():
         env={"TORCH_NEURONX_EAGER_BACKEND": "fallback"},
     )
     assert proc.stdout.split() == ["1", "3"], proc.stdout
+
+
+MODEL_FILE = '''
+import torch
+
+
+class Router(torch.nn.Module):
+    def forward(self, x):
+        ids = torch.nonzero(x > 0)  # FALLBACK LINE
+        return ids
+'''
+
+
+def test_the_warning_names_the_model_files_line(tmp_path):
+    """The warning points at the first frame outside torch and torch_neuronx - the model file's
+    line that issued the op (reached through nn.Module's __call__), not our dispatcher's."""
+    (tmp_path / "tiny_router.py").write_text(MODEL_FILE)
+    line = MODEL_FILE.splitlines().index(next(s for s in MODEL_FILE.splitlines() if "FALLBACK LINE" in s)) + 1
+    proc = run_python(
+        f"""
+        import sys, warnings
+        sys.path.insert(0, {str(tmp_path)!r})
+        import torch, torch_neuronx
+        from torch_neuronx.ops.tracking import NeuronFallbackWarning
+        from tiny_router import Router
+        x = torch.tensor([1.0, -2.0, 3.0], device="neuron")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", NeuronFallbackWarning)
+            Router()(x)
+        found = [w for w in caught if issubclass(w.category, NeuronFallbackWarning)]
+        print(len(found), found[0].filename, found[0].lineno)
+        """)
+    count, filename, lineno = proc.stdout.split()
+    assert count == "1" and filename == str(tmp_path / "tiny_router.py") and int(lineno) == line, proc.stdout

@@ -32,8 +32,7 @@ import re
 
 from neuron_sim.graph import Graph
 
-from . import (fx_amp, fx_convolution, fx_foreach, fx_fused_optimizers, fx_graph_ops, fx_histc, fx_pooling, fx_rewrites,
-               pipeline)
+from . import fx_amp, fx_convolution, fx_foreach, fx_fused_optimizers, fx_graph_ops, fx_histc, fx_pooling, fx_rewrites, pipeline
 from .errors import MissingDependency, UnsupportedOp
 from .mlir import describe_location
 from .pipeline_worker import PipelineError

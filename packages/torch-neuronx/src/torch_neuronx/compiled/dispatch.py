@@ -29,7 +29,7 @@ from torch.utils._pytree import tree_flatten
 from ..device import env as _env
 from ..device import hooks
 from ..device import state as _state
-from ..execution import mark_overwritten
+from ..execution import mark_overwritten, user_stacklevel
 from ..ops import fallback, index_errors, overlap, tracking
 from ..ops.schema import OVERWRITES_SELF, argument, mutated_arguments, with_argument
 from . import adaptive
@@ -286,7 +286,7 @@ def _build(op, args, kwargs, tensors, arch):
         if os.environ.get(STRICT_ENV, "0") not in ("", "0"):
             raise RuntimeError(f"{_describe(op, tensors)} failed to compile for the NeuronCore ({STRICT_ENV}=1): {err}") from err
         warnings.warn(f"{_describe(op, tensors)}: compile failed, running through CPU fallback: {err}",
-                      CompileFailedWarning, stacklevel=4)
+                      CompileFailedWarning, stacklevel=user_stacklevel())
         raise NotLowerable(str(err)) from None
 
 

@@ -27,7 +27,7 @@ Work goes on the calling thread's current stream of the device unless a stream i
 """
 
 from .host import check_readable, device_bytes, device_span, host_storage_bytes, host_view, written_span
-from .launch import Buffer, launch_neff, mark_overwritten, mark_unwritten, queue, runtime, submit_host
+from .launch import Buffer, launch_neff, mark_overwritten, mark_unwritten, queue, runtime, submit_host, user_stacklevel
 
 __all__ = ["Buffer", "launch_neff", "submit_host", "mark_overwritten", "mark_unwritten", "queue", "runtime", "host_view", "host_storage_bytes",
-           "device_bytes", "device_span", "written_span", "check_readable"]
+           "device_bytes", "device_span", "written_span", "check_readable", "user_stacklevel"]

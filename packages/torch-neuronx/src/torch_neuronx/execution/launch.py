@@ -12,6 +12,7 @@ trace session listens (``neuron_sim.trace.TraceSession``).
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Mapping
 
@@ -31,6 +32,23 @@ _FRAMEWORK_PACKAGES = ("torch", "torch_neuronx", "functorch", "neuronxcc", "nki"
 def user_call_site() -> str | None:
     """``file:line`` of the innermost frame of the user's code (outside torch and this SDK)."""
     return caller_location(_FRAMEWORK_PACKAGES)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` in the caller of this function name the
+    innermost frame of the user's code (or a model file's: anything outside torch, neuron_sim and
+    this SDK) - the line that issued the op, not our dispatcher's. Without such a frame (an op of
+    the autograd engine's device thread) the outermost frame."""
+    frame, level = sys._getframe(1), 1  # our caller, which calls warnings.warn: level 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if not frame.f_code.co_filename.startswith("<frozen") and not any(
+                module == p or module.startswith(p + ".") for p in ("neuron_sim", *_FRAMEWORK_PACKAGES)):
+            return level
+        if frame.f_back is None:
+            return level
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _stream_id(index: int, stream) -> int:

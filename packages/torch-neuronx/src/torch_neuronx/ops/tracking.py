@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 import warnings
 
+from ..execution import user_stacklevel
+
 _lock = threading.Lock()
 _executed: dict[str, int] = {}
 _fallback: dict[str, int] = {}
@@ -32,7 +34,7 @@ def record(name: str, fallback: bool) -> None:
         else:
             first = False
     if first:
-        warnings.warn(f"Operator '{name}' executed via CPU fallback", NeuronFallbackWarning, stacklevel=4)  # record <- _fallback <- cpu_fallback*
+        warnings.warn(f"Operator '{name}' executed via CPU fallback", NeuronFallbackWarning, stacklevel=user_stacklevel())
 
 
 def note_fallback_reason(name: str, reason: str) -> None:
