@@ -38,7 +38,7 @@ TORCH_NEURONX_LAYERS = [
     ("ops", ["torch_neuronx.ops"]),  # op facts, tracking, transfers, CPU fallback
     ("compiled", ["torch_neuronx.compiled"]),  # per-op NEFFs, in-place plan, adaptive eager, the boxed kernel
     ("kernels", ["torch_neuronx.kernels"]),  # explicit PrivateUse1 kernels and their registration
-    ("frontends", ["torch_neuronx.dynamo", "torch_neuronx.nki_integration", "torch_neuronx.nki_op",
+    ("frontends", ["torch_neuronx.dynamo", "torch_neuronx.nki_integration", "torch_neuronx.nki_op", "torch_neuronx.integrations",
                    "torch_neuronx.nki_fast_form", "torch_neuronx.profiling",
                    "torch_neuronx.distributed"]),  # torch.compile, NKI kernels, the profiler, torch.distributed
     ("package", ["torch_neuronx", "torch_neuronx.testing"]),  # the public package

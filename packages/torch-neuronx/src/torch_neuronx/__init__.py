@@ -36,6 +36,10 @@ from .distributed import register as _register_distributed  # noqa: E402
 
 _register_distributed()
 
+from .integrations import accelerate_memory as _accelerate_memory  # noqa: E402
+
+_accelerate_memory.register()
+
 from .compiled.adaptive import set_adaptive_eager  # noqa: E402
 from .compiled.metrics import eager_metrics  # noqa: E402
 from .device import memory, neuron, random  # noqa: E402
