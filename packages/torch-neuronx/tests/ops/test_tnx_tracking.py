@@ -61,7 +61,7 @@ def test_warning_once_per_op():
     assert proc.stdout.split() == ["1", "3"], proc.stdout
 
 
-MODEL_FILE = '''
+MODEL_FILE = """
 import torch
 
 
@@ -69,7 +69,7 @@ class Router(torch.nn.Module):
     def forward(self, x):
         ids = torch.nonzero(x > 0)  # FALLBACK LINE
         return ids
-'''
+"""
 
 
 def test_the_warning_names_the_model_files_line(tmp_path):
@@ -90,6 +90,7 @@ def test_the_warning_names_the_model_files_line(tmp_path):
             Router()(x)
         found = [w for w in caught if issubclass(w.category, NeuronFallbackWarning)]
         print(len(found), found[0].filename, found[0].lineno)
-        """)
+        """
+    )
     count, filename, lineno = proc.stdout.split()
     assert count == "1" and filename == str(tmp_path / "tiny_router.py") and int(lineno) == line, proc.stdout
