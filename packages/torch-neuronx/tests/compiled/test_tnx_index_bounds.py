@@ -91,3 +91,45 @@ def test_negative_indices_of_index_put_count_from_the_end(name, fn, x, mode):
     expected = fn(x, i)
     got = _on_device(fn, mode, x, i)
     assert got.shape == expected.shape and torch.equal(got, expected)
+
+
+INTEGER_INDEXING = [
+    ("rows", lambda x, i: x[i], torch.arange(20.).view(4, 5)),
+    ("columns", lambda x, i: x[:, i], torch.arange(20.).view(4, 5)),
+    ("two_dims", lambda x, i: x[i, i.flip(0)], torch.arange(20.).view(4, 5)[:, :4]),
+    ("int64_past_2_24", lambda x, i: x[i], torch.tensor([2**40 + 1, -(2**53) + 3, 2**24 + 1, 7])),
+    ("non_contiguous", lambda x, i: x.t()[i], torch.arange(30.).view(5, 6)[:, :4]),
+    ("moe_gather", lambda x, i: x[i.abs() // 2], torch.arange(24.).view(4, 6)),  # hidden[perm // top_k]
+]
+
+
+@pytest.mark.parametrize("mode", ["eager", "adaptive"])
+@pytest.mark.parametrize("name, fn, x", INTEGER_INDEXING, ids=[n for n, *_ in INTEGER_INDEXING])
+def test_integer_advanced_indexing_runs_on_the_device(name, fn, x, mode):
+    """``x[ids]`` with integer indices has the indices' shape (only mask indices make it the
+    data's): it compiles - a gather moving bytes - with negative indices counted from the end."""
+    i = torch.tensor([-1, 0, 2, -3])
+    expected = fn(x, i)
+    torch_neuronx.clear_op_tracking()
+    got = _on_device(fn, mode, x, i)
+    assert "aten::index" not in torch_neuronx.get_fallback_ops(), torch_neuronx.get_fallback_reasons()
+    assert got.dtype == expected.dtype and torch.equal(got, expected)
+
+
+def test_a_mask_index_still_takes_the_datas_shape():
+    x, mask = torch.arange(12.).view(4, 3), torch.tensor([True, False, True, True])
+    assert torch.equal(x.to(N)[mask.to(N)].cpu(), x[mask])
+
+
+@pytest.mark.parametrize("index", [4, -5, -9])
+def test_an_out_of_range_integer_index_raises_cpus_error(index):
+    """Past either end: CPU's IndexError with CPU's words (the call's index, not the wrapped one),
+    at the next synchronization."""
+    x, i = torch.arange(20.).view(4, 5), torch.tensor([0, index])
+    with pytest.raises(IndexError) as cpu:
+        x[i]
+    with pytest.raises(Exception) as info:
+        x.to(N)[i.to(N)].cpu()
+    original = getattr(info.value, "original", info.value)
+    assert type(original) is IndexError and str(original) == str(cpu.value), (original, cpu.value)
+    torch.neuron.synchronize()

@@ -96,8 +96,22 @@ def _refused(op) -> bool:
     if any(r.alias_info is not None and not r.alias_info.is_write for r in op._schema.returns):
         return True
     tags = op.tags
-    return (torch.Tag.nondeterministic_seeded in tags or torch.Tag.dynamic_output_shape in tags
+    dynamic = torch.Tag.dynamic_output_shape in tags and op._schema.name not in _SHAPE_FROM_MASKS
+    return (torch.Tag.nondeterministic_seeded in tags or dynamic
             or torch.Tag.data_dependent_output in tags or fallback.has_generator_argument(op))
+
+
+# Ops whose result shape depends on the data only through a bool (or uint8) mask index: with
+# integer indices (``x[ids]``, ``hidden[perm // k]`` in MoE routing) the shape is the indices'.
+_SHAPE_FROM_MASKS = {"aten::index"}
+
+
+def _mask_indexed(facts, args, kwargs) -> bool:
+    """Whether an op of ``_SHAPE_FROM_MASKS`` is called with a mask index (its shape is the data's)."""
+    if facts.name not in _SHAPE_FROM_MASKS:
+        return False
+    indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
+    return any(i is not None and i.dtype in (torch.bool, torch.uint8) for i in indices)
 
 
 def backend() -> str:
@@ -112,7 +126,7 @@ def neuron_kernel(op, *args, **kwargs):
     facts = _FACTS.get(op)
     if facts is None:
         facts = _FACTS[op] = OpFacts(op)
-    if facts.refused or op in fallback.NOT_META or backend() == "fallback":
+    if facts.refused or op in fallback.NOT_META or backend() == "fallback" or _mask_indexed(facts, args, kwargs):
         return fallback.cpu_fallback(op, *args, **kwargs)
     numbers = tuple(name for i, name in facts.tensor_args
                     if isinstance(args[i] if i < len(args) else kwargs.get(name), (bool, int, float)))

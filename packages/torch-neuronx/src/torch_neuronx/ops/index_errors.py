@@ -23,19 +23,23 @@ class CpuIndexError:
     """How CPU's kernel of one call words an out-of-range index: ``kind(template)``, formatted
     with the bad index the device found and the call's dimension and size."""
 
-    __slots__ = ("kind", "template", "dim", "size")
+    __slots__ = ("kind", "template", "dim", "size", "wraps_negative")
 
-    def __init__(self, kind: type[Exception], template: str, dim: int, size: int):
+    def __init__(self, kind: type[Exception], template: str, dim: int, size: int, wraps_negative: bool = False):
         self.kind = kind
         self.template = template
         self.dim = dim
         self.size = size
+        # Negative indices were wrapped by the size (advanced indexing): a negative one the device
+        # found is the call's index plus the size.
+        self.wraps_negative = wraps_negative
 
     def __call__(self, err: BaseException) -> Exception | None:
         if not isinstance(err, IndexOutOfBoundsError):
             return None
         if self.claims(err) and err.index is not None:
-            return self.kind(self.template.format(index=err.index, dim=self.dim, size=self.size))
+            index = err.index - self.size if self.wraps_negative and err.index < 0 else err.index
+            return self.kind(self.template.format(index=index, dim=self.dim, size=self.size))
         # The program indexed another extent (the lowering flattened the dims around the indexed
         # one): its index is not the call's, so say what the device found instead.
         return self.kind(self.template.format(index="?", dim=self.dim, size=self.size)
@@ -82,7 +86,7 @@ def _advanced_index(values):
     given = [d for d, i in enumerate(indices or ()) if i is not None]
     if not given:
         return None
-    return CpuIndexError(IndexError, _BOUNDS, 0, self.size(given[0]))
+    return CpuIndexError(IndexError, _BOUNDS, 0, self.size(given[0]), wraps_negative=True)
 
 
 _RULES = {
@@ -95,6 +99,7 @@ _RULES = {
     "aten::index_select": _index_select,
     "aten::embedding": _embedding,
     "aten::take": _take,
+    "aten::index": _advanced_index,
     "aten::index_put": _advanced_index,
     "aten::_index_put_impl": _advanced_index,
 }
