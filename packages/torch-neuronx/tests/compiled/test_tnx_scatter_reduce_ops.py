@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch_neuronx
 from tnx_helpers import check_against_cpu
 
 N = "neuron"
@@ -79,3 +80,27 @@ def test_bad_reduce_raises_what_cpu_raises_at_the_call():
     with pytest.raises(RuntimeError) as got:
         x.to(N).scatter_reduce(1, index.to(N), src.to(N), "median")
     assert str(got.value) == str(cpu.value)
+
+
+IN_PLACE_SCATTERS = {
+    "scatter_value": lambda m, i, s: m.scatter_(1, i, 1.0),
+    "scatter_int_value": lambda m, i, s: m.scatter_(1, i, 1),  # DeepSeek's group mask
+    "scatter_src": lambda m, i, s: m.scatter_(1, i, s),
+    "scatter_add": lambda m, i, s: m.scatter_add_(1, i, s),
+    "index_add": lambda m, i, s: m.index_add_(1, i[0], s),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE_SCATTERS))
+def test_in_place_scatters_run_on_the_device(name):
+    """``x.scatter_(...)`` reaches the device as ``scatter.value_out(x, ..., out=x)``: ``out`` being
+    ``self`` is the op's in-place form, not an overlap for CPU to judge (it ran through fallback)."""
+    fn = IN_PLACE_SCATTERS[name]
+    m = torch.rand(3, 5, generator=torch.Generator().manual_seed(0))
+    i = torch.tensor([[1, 0], [4, 2], [0, 3]])
+    s = torch.arange(6.0).view(3, 2)
+    expected = fn(m.clone(), i, s)
+    torch_neuronx.clear_op_tracking()
+    got = fn(m.to("neuron"), i.to("neuron"), s.to("neuron")).cpu()
+    assert torch_neuronx.get_fallback_ops() == [], torch_neuronx.get_fallback_reasons()
+    assert torch.equal(got, expected)

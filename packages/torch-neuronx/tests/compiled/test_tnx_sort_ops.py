@@ -183,3 +183,15 @@ def test_bad_input_raises_what_cpu_raises_at_the_call(fn, error):
     with pytest.raises(error) as got:
         fn(x.to(N))
     assert str(got.value).split("(")[0] == str(cpu.value).split("(")[0]
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_unsorted_topk_runs_on_the_device(largest):
+    """``topk(sorted=False)`` (DeepSeek's expert-group routing) leaves the order of its k results
+    unspecified: the device gives the sorted order, which selects CPU's values and indices."""
+    x = torch.randn(14, 9, generator=_g(3))
+    values, indices = _on_device(lambda t: torch.topk(t, 3, dim=-1, largest=largest, sorted=False), x)
+    expected = torch.topk(x, 3, dim=-1, largest=largest, sorted=True)
+    _same((values, indices), expected)
+    cpu_unsorted = torch.topk(x, 3, dim=-1, largest=largest, sorted=False)
+    assert torch.equal(values.cpu().sort(-1)[0], cpu_unsorted.values.sort(-1)[0])

@@ -82,6 +82,7 @@ def decompositions() -> dict:
     table[aten.index_reduce.default] = _index_reduce
     table[aten.isinf.default] = _isinf
     table[aten.histc.default] = fx_histc.histc  # integer inputs too, as CUDA's kernel takes them
+    table[aten.topk.default] = _topk_unsorted
     table[aten.native_layer_norm.default] = _layer_norm
     for op in (aten.index.Tensor, aten.index_put_.default, aten._index_put_impl_.default):
         table[op] = _byte_masks_as_bool(op)
@@ -307,6 +308,14 @@ def _broadcasts_to(shape, target) -> bool:
     """Whether a tensor of ``shape`` broadcasts to exactly ``target`` (right-aligned, size 1 or equal)."""
     shape, target = tuple(shape), tuple(target)
     return len(shape) <= len(target) and all(n in (1, m) for n, m in zip(shape[::-1], target[::-1], strict=False))
+
+
+def _topk_unsorted(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - ATen's argument name
+    """``topk(..., sorted=False)`` (DeepSeek's expert-group routing) leaves the order of the k
+    results unspecified; torch-mlir lowers only the sorted form, which is one valid order."""
+    if sorted:
+        return NotImplemented
+    return _torch()[0].ops.aten.topk.default(self, k, dim, largest, True)
 
 
 def _take(self, index):

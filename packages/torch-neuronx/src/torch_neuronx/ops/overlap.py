@@ -25,6 +25,13 @@ NO_OVERLAP_OPS = frozenset({
     "aten::scatter", "aten::scatter_add", "aten::scatter_reduce", "aten::put", "aten::cross", "aten::linalg_cross",
     "aten::index_put", "aten::_index_put_impl",
 })
+# Those of them that update ``self``: an out= tensor that is ``self`` itself is their in-place
+# form (``x.scatter_(1, i, 1.0)`` reaches the device as ``scatter.value_out(x, ..., out=x)``),
+# which CPU's kernels take; any other overlap is still CPU's to judge.
+UPDATES_SELF_OPS = frozenset({
+    "aten::scatter", "aten::scatter_add", "aten::scatter_reduce", "aten::index_add", "aten::index_copy", "aten::put",
+    "aten::index_put", "aten::_index_put_impl",
+})
 
 
 @functools.cache
@@ -57,7 +64,8 @@ def cpu_decides(op_name: str, in_place: bool, targets, inputs, result_shapes=Non
         resized = result_shapes is not None and j < len(result_shapes) and tuple(target.shape) != tuple(result_shapes[j])
         if resized and in_place:
             return True  # CPU refuses to resize a tensor an op writes in place
-        own_slot = in_place  # an in-place op reads its own self once: that is not aliasing
+        # an in-place op reads its own self once: that is not aliasing
+        own_slot = in_place or (j == 0 and op_name.removesuffix("_") in UPDATES_SELF_OPS)
         for t in inputs:
             if not isinstance(t, torch.Tensor) or t.numel() == 0 or t.untyped_storage().data_ptr() != storage:
                 continue
