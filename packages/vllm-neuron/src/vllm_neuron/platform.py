@@ -27,19 +27,6 @@ if TYPE_CHECKING:
 
 logger = init_logger(f"vllm.{__name__}")  # under "vllm": vLLM configures only its own loggers
 
-
-def _empty_host_cache_neuron_safe(_original=torch.accelerator.empty_host_cache) -> None:
-    # vLLM's shutdown (cleanup_dist_env_and_memory) calls torch.accelerator.empty_host_cache()
-    # on every non-CPU platform. torch-neuronx registers a pinned-host allocator for hooks but no
-    # at::HostAllocator, so the call dereferences a null allocator and the process dies with
-    # SIGSEGV at exit. The neuron pinned allocator keeps no cache, so there is nothing to empty.
-    if torch.accelerator.current_accelerator() is not None and torch.accelerator.current_accelerator().type == "neuron":
-        return
-    _original()
-
-
-torch.accelerator.empty_host_cache = _empty_host_cache_neuron_safe
-
 WORKER = "vllm_neuron.worker.NeuronWorker"
 # KV cache block size when the user sets none: a multiple of 32 (the partition-friendly sizes
 # nki-lib's paged attention kernels will take) and small enough for short test prompts.
