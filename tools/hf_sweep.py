@@ -408,6 +408,13 @@ def run_architecture(model_type: str, kind: str, auto: str, out_path: str, work_
         small = {k: v for k, v in shrink(config.to_dict()).items() if k not in ("model_type", "transformers_version")}
         config = type(config)(**small)
         model = cls.from_config(config)
+        with torch.no_grad():
+            # Some architectures zero-initialize a weight matrix (afmoe's router gate): every token's
+            # scores tie exactly and topk's order among equals, which PyTorch leaves unspecified,
+            # decides the routing. A trained checkpoint has no such ties.
+            for p in model.parameters():
+                if p.is_floating_point() and p.dim() >= 2 and not p.any():
+                    p.normal_(0.0, 0.02)
         row.data["class"] = type(model).__name__
         row.data["params"] = sum(p.numel() for p in model.parameters())
         directory = os.path.join(work_dir, model_type)
