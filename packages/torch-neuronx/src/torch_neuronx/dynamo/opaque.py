@@ -17,11 +17,12 @@ are added when ``torch._dynamo.trace_rules`` is imported (at once if it already 
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.util
 import pkgutil
 import sys
 import threading
+
+from ..integrations.after_import import run_after_import
 
 # Everything of ours but the user-facing frontends that run user code (``torch_neuronx.dynamo``'s
 # padding helper, nki_op's wrappers call the user's kernel), plus the packages below torch_neuronx.
@@ -77,43 +78,5 @@ def register_when_dynamo_loads() -> None:
     """``register`` now if Dynamo's trace rules are loaded, else right after they load."""
     if TRACE_RULES in sys.modules:
         register(sys.modules[TRACE_RULES])
-    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(TRACE_RULES, register))
-
-
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when ``name`` is imported, lets the other finders find it and runs
-    ``then(module)`` once the module has executed."""
-
-    def __init__(self, name: str, then):
-        self.name, self.then = name, then
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != self.name:
-            return None
-        sys.meta_path.remove(self)
-        for finder in sys.meta_path:
-            spec = finder.find_spec(fullname, path, target) if hasattr(finder, "find_spec") else None
-            if spec is not None:
-                break
-        else:
-            return None
-        if spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        spec.loader = _ThenLoader(spec.loader, self.then)
-        return spec
-
-
-class _ThenLoader(importlib.abc.Loader):
-    def __init__(self, loader, then):
-        self.loader, self.then = loader, then
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        self.loader.exec_module(module)
-        self.then(module)
-
-    def __getattr__(self, name):  # get_code, get_source, ... for tracebacks and inspect
-        return getattr(self.loader, name)
+    else:
+        run_after_import(TRACE_RULES, register)

@@ -16,11 +16,11 @@ is imported, or at once if it already is (then also where other modules bound th
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.machinery
 import logging
 import re
 import sys
+
+from .after_import import run_after_import
 
 _MODULE = "accelerate.utils.modeling"
 
@@ -68,33 +68,8 @@ def _install(modeling) -> None:
                 setattr(module, name, wrapped)
 
 
-class _WrapOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds ``accelerate.utils.modeling`` as the other finders do, and installs the wrapper once
-    the module has run (before the modules importing it bind its names)."""
-
-    def find_spec(self, name, path, target=None):
-        if name != _MODULE:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return None
-        self._loader = spec.loader
-        spec.loader = self
-        return spec
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        _install(module)
-
-
-_finder = _WrapOnImport()
-
-
 def register() -> None:
     if _MODULE in sys.modules:
         _install(sys.modules[_MODULE])
-    elif _finder not in sys.meta_path:
-        sys.meta_path.insert(0, _finder)
+    else:
+        run_after_import(_MODULE, _install)
